@@ -1,0 +1,35 @@
+"""The exceptions a user can cause. Each message says what was wrong and what to do."""
+
+from __future__ import annotations
+
+
+class SkillError(Exception):
+    """Base class for every error a user can cause (bad input, missing skill, refused path, ...)."""
+
+
+class SkillNotFound(SkillError):
+    """No visible skill has that name."""
+
+
+class InvalidSkill(SkillError):
+    """A SKILL.md could not be read or parsed (no frontmatter, bad YAML, ...)."""
+
+
+class ResourceError(SkillError):
+    """A resource locator was refused or the file could not be read as agent text."""
+
+
+class ConfigError(SkillError):
+    """A setting or a limit has a value that cannot be used."""
+
+
+class SandboxError(SkillError):
+    """The sandbox could not run the script (no engine, no image, bad script path, ...)."""
+
+
+class GuardBlocked(SandboxError):
+    """The static guard found a blocking pattern; `findings` says which rule fired and where."""
+
+    def __init__(self, message: str, findings: list | None = None):
+        super().__init__(message)
+        self.findings = list(findings or [])

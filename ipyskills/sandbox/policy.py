@@ -1,0 +1,76 @@
+"""Resource limits for one script run, checked once so every backend gets sane values."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from ..errors import ConfigError
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)(?:i?[bB])?\s*$")
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(value, what: str = "size") -> int:
+    """Bytes from an int or a string like '256m', '1g', '64MiB', '4096'."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{what}: expected a size like 256m or 1g, got {value!r}")
+    if isinstance(value, (int, float)):
+        n = int(value)
+    else:
+        m = _SIZE.match(str(value))
+        if not m:
+            raise ConfigError(f"{what}: expected a size like 256m, 1g or a number of bytes, got {value!r}")
+        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if n <= 0:
+        raise ConfigError(f"{what}: must be greater than zero, got {value!r}")
+    return n
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one run may use. Every backend enforces what it can and says what it could not."""
+
+    timeout: float = 30.0  # seconds of wall time, enforced from the host
+    memory: int = 256 * 1024**2  # bytes; Docker sets swap equal to it (no extra swap)
+    pids: int = 128
+    cpus: float = 1.0
+    tmp_size: int = 64 * 1024**2  # the /tmp tmpfs
+    network: bool = False
+    output_cap: int = 1024 * 1024  # bytes kept of stdout and of stderr, each
+    artifact_cap: int = 16 * 1024**2  # total bytes of output files returned
+    artifact_files: int = 100  # output files returned at most
+
+    def __post_init__(self):
+        if not isinstance(self.timeout, (int, float)) or isinstance(self.timeout, bool) or self.timeout <= 0:
+            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if self.timeout > 24 * 3600:
+            raise ConfigError(f"timeout must be at most one day (86400 s), got {self.timeout!r}")
+        for name in ("memory", "tmp_size", "output_cap", "artifact_cap"):
+            object.__setattr__(self, name, parse_size(getattr(self, name), name))
+        if self.memory < 6 * 1024**2:
+            raise ConfigError(f"memory must be at least 6m (Docker's minimum), got {self.memory} bytes")
+        for name in ("pids", "artifact_files"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"{name} must be a whole number of at least 1, got {v!r}")
+        if not isinstance(self.cpus, (int, float)) or isinstance(self.cpus, bool) or self.cpus <= 0:
+            raise ConfigError(f"cpus must be a positive number, got {self.cpus!r}")
+        if not isinstance(self.network, bool):
+            raise ConfigError(f"network must be True or False, got {self.network!r}")
+
+    @classmethod
+    def from_settings(cls, settings, **overrides) -> "Limits":
+        base = dict(
+            timeout=settings.timeout,
+            memory=settings.memory,
+            pids=settings.pids,
+            cpus=settings.cpus,
+            network=settings.network,
+            output_cap=settings.output_cap,
+        )
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**base)
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,142 @@
+"""What a run returns, and the capped buffers both backends collect output into."""
+
+from __future__ import annotations
+
+import mimetypes
+from dataclasses import dataclass, field
+
+TRUNCATION_MARK = "\n[ipyskills: output truncated, {dropped} more bytes not shown]\n"
+
+
+class OutputBuffer:
+    """Keeps the first `cap` bytes of a stream and counts the rest, so a flood costs no memory."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self._chunks: list[bytes] = []
+        self.kept = 0
+        self.total = 0
+
+    def write(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.cap - self.kept
+        if room > 0:
+            piece = data[:room]
+            self._chunks.append(piece)
+            self.kept += len(piece)
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.kept
+
+    def text(self) -> str:
+        body = b"".join(self._chunks).decode("utf-8", errors="replace")
+        if self.truncated:
+            body += TRUNCATION_MARK.format(dropped=self.total - self.kept)
+        return body
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One guard finding: which rule fired, how bad it is, and where."""
+
+    rule: str
+    severity: str  # "block" or "warn"
+    line: int
+    message: str
+    path: str = ""
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "severity": self.severity, "line": self.line,
+                "message": self.message, "path": self.path}
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.path else f"line {self.line}"
+        return f"{where}: [{self.severity}] {self.rule}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file the script wrote under $IPYSKILLS_OUTPUT. `data` is None when it was over the cap."""
+
+    path: str  # relative to the output folder, '/'-separated
+    size: int
+    data: bytes | None
+
+    @property
+    def mime(self) -> str:
+        return mimetypes.guess_type(self.path)[0] or "application/octet-stream"
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "size": self.size, "mime": self.mime, "returned": self.data is not None}
+
+
+@dataclass
+class ExecuteResult:
+    """The outcome of one script run, the same shape from every backend."""
+
+    exit_code: int | None  # None when the process was killed before it exited (timeout)
+    stdout: str
+    stderr: str
+    duration_ms: float
+    timed_out: bool = False
+    oom_killed: bool = False
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    backend: str = ""  # "docker" or "local"
+    isolation: str = ""  # what was and was not enforced, in one line
+    notice: str = ""  # e.g. why `auto` picked the local backend
+    artifacts: list[Artifact] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    skill: str = ""
+    script: str = ""
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def truncated(self) -> bool:
+        return self.stdout_truncated or self.stderr_truncated
+
+    @property
+    def duration(self) -> float:
+        """Seconds."""
+        return self.duration_ms / 1000.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.oom_killed
+
+    def to_dict(self) -> dict:
+        return {
+            "skill": self.skill,
+            "script": self.script,
+            "args": list(self.args),
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "duration_ms": round(self.duration_ms, 1),
+            "timed_out": self.timed_out,
+            "oom_killed": self.oom_killed,
+            "truncated": self.truncated,
+            "stdout_truncated": self.stdout_truncated,
+            "stderr_truncated": self.stderr_truncated,
+            "backend": self.backend,
+            "isolation": self.isolation,
+            "notice": self.notice,
+            "artifacts": [a.to_dict() for a in self.artifacts],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def status_line(self) -> str:
+        parts = [f"backend={self.backend}"]
+        if self.timed_out:
+            parts.append("TIMED OUT")
+        elif self.oom_killed:
+            parts.append("OUT OF MEMORY")
+        parts.append(f"exit={self.exit_code}")
+        parts.append(f"{self.duration_ms:.0f} ms")
+        if self.truncated:
+            parts.append("output truncated")
+        return " · ".join(parts)
+
+    def __str__(self) -> str:
+        return self.status_line()

@@ -1,0 +1,76 @@
+"""Defaults shared by the Python API, the CLI and the magics, with `IPYSKILLS_*` environment overrides.
+
+The notebook's traitlets config (`c.IPySkills.*`) starts from these same values.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+
+from .errors import ConfigError
+
+# Searched after the configured roots, in this order (earlier wins a name collision).
+DEFAULT_ROOTS = ("./skills", "./.agents/skills", "./.claude/skills", "~/.agents/skills", "~/.claude/skills")
+
+DEFAULT_IMAGE = "ipyskills-sandbox:latest"
+BACKENDS = ("auto", "docker", "local")
+
+
+@dataclass(frozen=True)
+class Settings:
+    skill_dirs: tuple[str, ...] = ()  # configured roots, searched first
+    default_roots: bool = True  # also search DEFAULT_ROOTS
+    bundled_skills: bool = True  # the skills shipped with ipyskills, lowest precedence
+    read_cap: int = 65536  # bytes one level-3 resource read may return
+    manifest_cap: int = 200  # files listed in <skill_resources>
+    backend: str = "auto"
+    image: str = DEFAULT_IMAGE
+    timeout: float = 30.0  # seconds, per run
+    memory: str = "256m"
+    pids: int = 128
+    cpus: float = 1.0
+    network: bool = False
+    output_cap: int = 1024 * 1024  # bytes kept of stdout and of stderr, each
+    guard: bool = True  # static check before every run
+
+    def with_overrides(self, **changes) -> "Settings":
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @classmethod
+    def from_env(cls, environ: dict | None = None) -> "Settings":
+        """Defaults, then `IPYSKILLS_<NAME>` variables (skill dirs are os.pathsep-separated)."""
+        env = os.environ if environ is None else environ
+        values = {}
+        for f in fields(cls):
+            raw = env.get("IPYSKILLS_" + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _coerce(f.name, f.default, raw)
+        return cls(**values)
+
+
+def _coerce(name: str, default, raw: str):
+    what = f"IPYSKILLS_{name.upper()}={raw!r}"
+    if isinstance(default, bool):
+        low = raw.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{what}: expected 1/0, true/false, yes/no or on/off")
+    if isinstance(default, tuple):
+        return tuple(p for p in raw.split(os.pathsep) if p)
+    try:
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError:
+        raise ConfigError(f"{what}: expected a number") from None
+    if name == "backend" and raw not in BACKENDS:
+        raise ConfigError(f"{what}: expected one of {', '.join(BACKENDS)}")
+    return raw

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Sets up a machine for ipyskills from nothing, idempotently: system packages (when root on Debian/Ubuntu),
+# a Docker engine, a virtualenv in .venv with the project installed, and the sandbox image.
+# Environment: IPYSKILLS_SKIP_DOCKER=1 skips the engine and image (the local backend is used then).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n==> %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
+
+apt_install() {
+    local missing=()
+    for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    command -v apt-get >/dev/null || { echo "apt-get not found; please install: ${missing[*]}"; return 1; }
+    log "installing system packages: ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+if [ "${IPYSKILLS_SKIP_DOCKER:-0}" != 1 ]; then
+    apt_install docker.io debootstrap || echo "warning: could not install Docker; the local backend will be used"
+    if command -v docker >/dev/null && ! docker info >/dev/null 2>&1; then
+        log "starting the Docker engine"
+        if command -v dockerd >/dev/null; then
+            (as_root dockerd >/tmp/ipyskills-dockerd.log 2>&1 &) || true
+            for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+        fi
+        docker info >/dev/null 2>&1 || echo "warning: no Docker engine answers (see /tmp/ipyskills-dockerd.log)"
+    fi
+fi
+if [ "${IPYSKILLS_WITH_BROWSER:-0}" = 1 ]; then
+    apt_install chromium || echo "warning: could not install chromium; browser tests will be skipped"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    log "creating .venv"
+    python3 -m venv .venv
+fi
+log "installing ipyskills into .venv"
+.venv/bin/python -m pip install -q --upgrade pip
+extras="test"
+[ "${IPYSKILLS_WITH_BROWSER:-0}" = 1 ] && extras="test,browser"
+.venv/bin/python -m pip install -q -e ".[$extras]"
+
+if [ "${IPYSKILLS_SKIP_DOCKER:-0}" != 1 ] && docker info >/dev/null 2>&1; then
+    if .venv/bin/ipyskills sandbox status --json >/tmp/ipyskills-status.json 2>/dev/null \
+        && grep -q '"image_present": true' /tmp/ipyskills-status.json; then
+        log "sandbox image present"
+    else
+        log "building the sandbox image offline (debootstrap; about two minutes)"
+        .venv/bin/ipyskills sandbox build --offline
+    fi
+fi
+log "setup done"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up everything (scripts/setup.sh) and runs the whole test suite, Docker and browser tests included.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export IPYSKILLS_WITH_BROWSER="${IPYSKILLS_WITH_BROWSER:-1}"
+bash scripts/setup.sh
+# With an engine present, Docker tests must run: "engine unavailable" becomes a failure, not a skip.
+if docker info >/dev/null 2>&1; then export IPYSKILLS_REQUIRE_DOCKER=1; fi
+mkdir -p artifacts
+.venv/bin/python -m pytest -q -ra "$@"
