@@ -1,0 +1,5 @@
+"""Placeholder until this command group is written."""
+
+
+def register(subparsers) -> None:
+    pass
