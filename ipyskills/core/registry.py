@@ -1,0 +1,255 @@
+"""SkillRegistry: the one object the CLI, the notebook and agent loops talk to.
+
+Roots are searched in precedence order: roots added with `add()` (the most recent first), then the roots
+given to the constructor (or, when none were given, the configured ones, the conventional locations and the
+bundled skills). An earlier root wins a name collision; the loser is kept in `shadowed`.
+
+Scanning is lazy: the first call that needs skills scans; `refresh()` re-scans (stat-only where nothing
+changed) and `add()` re-scans too. Bodies and resources are read on each `load()`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from ..errors import ConfigError, ResourceError, SandboxError, SkillError, SkillNotFound
+from ..settings import Settings
+from . import resources as res
+from .discover import Discovery, Root, ScanResult, default_roots, make_root
+from .model import Problem, SkillMeta
+from .prompt import SkillContent, SkillResource, catalog
+
+
+class SkillRegistry:
+    def __init__(self, roots=None, *, settings: Settings | None = None):
+        self.settings = settings if settings is not None else Settings.from_env()
+        if isinstance(roots, (str, Path)):
+            roots = [roots]
+        self._explicit = roots is not None
+        self._base_roots: list[Root] = (
+            [make_root(r, explicit=True, origin="configured") for r in roots]
+            if roots is not None else default_roots(self.settings)
+        )
+        self._added: list[Root] = []
+        self._discovery = Discovery()
+        self._scan: ScanResult | None = None
+        self._by_name: dict[str, SkillMeta] = {}
+
+    # --- roots and scanning ---------------------------------------------------------------------------
+
+    @property
+    def roots(self) -> list[Path]:
+        """The roots in precedence order (earlier wins)."""
+        return [r.path for r in self._roots()]
+
+    def _roots(self) -> list[Root]:
+        return [*reversed(self._added), *self._base_roots]
+
+    def add(self, path) -> None:
+        """Add a root or a single skill folder; it takes precedence over every root already present."""
+        root = make_root(path, explicit=True, origin="added")
+        if not root.path.is_dir():
+            raise ConfigError(f"cannot add {root.path}: it is not a folder; give a skill folder or a folder of skills")
+        self._added = [r for r in self._added if r.path != root.path] + [root]
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-scan the roots. Unchanged SKILL.md files are not re-read (cache by mtime and size)."""
+        self._scan = self._discovery.scan(self._roots())
+        self._by_name = {m.name: m for m in self._scan.skills}
+
+    def _scanned(self) -> ScanResult:
+        if self._scan is None:
+            self.refresh()
+        return self._scan
+
+    @property
+    def skipped(self) -> list[tuple[Path, list[Problem]]]:
+        """Skill folders that were found but not loaded, with the reasons."""
+        return list(self._scanned().skipped)
+
+    @property
+    def shadowed(self) -> list[tuple[SkillMeta, SkillMeta]]:
+        """(winner, loser) for every name claimed by more than one skill."""
+        return list(self._scanned().shadowed)
+
+    @property
+    def diagnostics(self) -> list[Problem]:
+        """Findings about roots and walks: a missing root you gave, a walk cut short by a cap."""
+        return list(self._scanned().diagnostics)
+
+    # --- level 1 --------------------------------------------------------------------------------------
+
+    def list(self) -> list[SkillMeta]:
+        return sorted(self._scanned().skills, key=lambda m: m.name)
+
+    def names(self) -> list[str]:
+        return [m.name for m in self.list()]
+
+    def get(self, name: str) -> SkillMeta:
+        self._scanned()
+        meta = self._by_name.get(name)
+        if meta is not None:
+            return meta
+        # A skill whose name differs from its folder (loaded with a warning) is also found by folder name.
+        by_folder = [m for m in self._by_name.values() if m.path.name == name]
+        if len(by_folder) == 1:
+            return by_folder[0]
+        raise SkillNotFound(self._not_found_message(name))
+
+    def __contains__(self, name: str) -> bool:
+        try:
+            self.get(name)
+        except SkillError:
+            return False
+        return True
+
+    def __len__(self) -> int:
+        return len(self._scanned().skills)
+
+    def _not_found_message(self, name: str) -> str:
+        known = sorted(self._by_name)
+        if not known:
+            where = ", ".join(str(p) for p in self.roots) or "no roots"
+            return f"no skill named {name!r}: no skills were found (searched {where}); add a root with --dir or add()"
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        if not close:
+            close = [k for k in known if name.lower() in k.lower()][:3]
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+        return f"no skill named {name!r}{hint} (available: {shown})"
+
+    def catalog(self, *, instructions: str | None = None) -> str:
+        """Level 1: the <available_skills> block, or "" when there are no skills."""
+        return catalog(self.list(), instructions=instructions)
+
+    # --- levels 2 and 3 -------------------------------------------------------------------------------
+
+    def load(self, locator: str, *, read_cap: int | None = None) -> SkillContent | SkillResource:
+        """`name` -> SkillContent (activation); `name/path` -> SkillResource (one bundled file)."""
+        name, raw_path = res.split_locator(locator)
+        meta = self.get(name)
+        if raw_path is None:
+            return self.activate(meta)
+        rel = res.normalize_resource_path(raw_path)
+        if rel == meta.skill_md.name:
+            return self.activate(meta)
+        cap = self.settings.read_cap if read_cap is None else read_cap
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            raise ResourceError(f"read_cap must be a whole number of bytes of at least 1, got {cap!r}")
+        return SkillResource(meta.name, rel, res.read_resource_text(meta.path, rel, cap=cap))
+
+    def activate(self, skill: str | SkillMeta) -> SkillContent:
+        meta = skill if isinstance(skill, SkillMeta) else self.get(skill)
+        manifest = res.list_resources(meta.path, cap=self.settings.manifest_cap)
+        return SkillContent(meta.name, read_skill_body(meta.skill_md), meta.path, manifest.files, manifest.truncated)
+
+    def read_bytes(self, locator: str, *, cap: int = res.BYTES_CAP) -> tuple[bytes, str]:
+        """(bytes, mime) of a resource, for rich display (images etc.); same confinement as load()."""
+        name, raw_path = res.split_locator(locator)
+        meta = self.get(name)
+        if raw_path is None:
+            raise ResourceError(f"{locator!r} names a skill, not a file; give name/path")
+        return res.read_resource_bytes(meta.path, res.normalize_resource_path(raw_path), cap=cap)
+
+    # --- validation and running -----------------------------------------------------------------------
+
+    def validate(self, name_or_path):
+        """Strict report for a skill given by name, or for a folder / SKILL.md path."""
+        from .validate import validate_path
+
+        if isinstance(name_or_path, str) and name_or_path in self:
+            return validate_path(self.get(name_or_path).path)
+        path = Path(name_or_path).expanduser()
+        if path.exists():
+            return validate_path(path)
+        raise SkillNotFound(self._not_found_message(str(name_or_path)) + "; nor is it an existing path")
+
+    def run(self, name: str, script: str, args=None, stdin=None, backend: str | None = None,
+            timeout: float | None = None, memory=None, network: bool | None = None,
+            guard: bool | None = None, **limits):
+        """Run one of the skill's scripts in the sandbox and return its ExecuteResult."""
+        from ..sandbox import runner
+
+        request = self.run_request(name, script, args=args, stdin=stdin, timeout=timeout, memory=memory,
+                                   network=network, **limits)
+        return runner.run(
+            request,
+            backend=self.settings.backend if backend is None else backend,
+            guard=self.settings.guard if guard is None else guard,
+        )
+
+    def run_request(self, name: str, script: str, args=None, stdin=None, timeout=None, memory=None,
+                    network=None, **limits):
+        """The RunRequest `run()` would hand to the runner (script confined, limits checked)."""
+        from ..sandbox.policy import Limits
+        from ..sandbox.runner import RunRequest
+
+        meta = self.get(name)
+        if not isinstance(script, str):
+            raise SandboxError(f"script must be a path inside the skill like 'scripts/x.py', got {script!r}")
+        try:
+            rel = res.normalize_resource_path(script)
+        except ResourceError as exc:
+            raise SandboxError(f"script path refused: {exc}") from None
+        try:
+            target = res.resolve_in_skill(meta.path, rel)
+        except ResourceError as exc:
+            raise SandboxError(f"script path refused: {exc}") from None
+        if not target.is_file():
+            scripts = [f for f in res.list_resources(meta.path).files if f.startswith("scripts/")][:10]
+            hint = f" (its scripts: {', '.join(scripts)})" if scripts else ""
+            raise SandboxError(f"skill {meta.name!r} has no file {rel!r}{hint}")
+        args = _check_args(args)
+        stdin_bytes = _check_stdin(stdin)
+        unknown = set(limits) - set(Limits.__dataclass_fields__)
+        if unknown:
+            raise SandboxError(f"unknown limit(s): {', '.join(sorted(unknown))}; "
+                               f"known: {', '.join(Limits.__dataclass_fields__)}")
+        lim = Limits.from_settings(self.settings, timeout=timeout, memory=memory, network=network, **limits)
+        return RunRequest(
+            skill_name=meta.name,
+            skill_dir=meta.path.resolve(),
+            script=rel,
+            args=args,
+            stdin=stdin_bytes,
+            limits=lim,
+            image=self.settings.image,
+        )
+
+    def __repr__(self) -> str:
+        n = len(self._scan.skills) if self._scan is not None else "?"
+        return f"<SkillRegistry {n} skills from {len(self._roots())} roots>"
+
+
+def read_skill_body(skill_md: Path) -> str:
+    """The SKILL.md body, read now: a skill edited since discovery shows its new text."""
+    from . import parse
+
+    parsed = parse.parse_skill_md(skill_md, lenient=True)  # InvalidSkill when it no longer parses
+    return parse.read_body(skill_md, parsed.body_offset)
+
+
+def _check_args(args) -> list[str]:
+    if args is None:
+        return []
+    if isinstance(args, (str, bytes)):
+        raise SandboxError("args must be a list of strings (one item per argument), not one string")
+    args = list(args)
+    bad = [a for a in args if not isinstance(a, str)]
+    if bad:
+        raise SandboxError(f"args must be strings; got {bad[0]!r}")
+    if any("\x00" in a for a in args):
+        raise SandboxError("an argument contains a NUL character, which no program can receive")
+    return args
+
+
+def _check_stdin(stdin) -> bytes:
+    if stdin is None:
+        return b""
+    if isinstance(stdin, str):
+        return stdin.encode("utf-8")
+    if isinstance(stdin, (bytes, bytearray)):
+        return bytes(stdin)
+    raise SandboxError(f"stdin must be str or bytes, got {type(stdin).__name__}")
