@@ -1,0 +1,161 @@
+"""The child-side half of the local backend: confine this process, then exec the script.
+
+Run as a file, not imported: `python -I -S local_isolation.py SPEC_JSON -- PROGRAM ARGS...`.
+It uses the standard library only, so it starts in ~15 ms and runs whatever Python hosts ipyskills.
+
+Steps, each attempted and reported, never assumed:
+1. new namespaces: network (no interfaces but a down loopback) and pid (so every process the script starts
+   dies with it), plus a user namespace when we are not root (that is what lets an unprivileged user create
+   the other two). Kernels or containers that forbid this get a report saying so, and the run goes on.
+2. fork: the child becomes pid 1 of the new pid namespace; this process waits and mirrors its exit status.
+3. in the child: drop to the unprivileged uid (when root), rlimits, no-new-privileges, parent-death signal,
+   then write one JSON line saying what was enforced to the status pipe, and exec. The status pipe is
+   close-on-exec, so the host sees EOF exactly when the script starts.
+"""
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _unshare(flags):
+    if _libc.unshare(ctypes.c_int(flags)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def _write_file(path, text):
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def _map_ids(target_uid, target_gid):
+    """Id maps for a fresh user namespace: ourselves (and the target uid when we are root)."""
+    uid, gid = os.geteuid(), os.getegid()
+    if uid == 0:
+        extra_uid = f"{target_uid} {target_uid} 1\n" if target_uid not in (None, 0) else ""
+        extra_gid = f"{target_gid} {target_gid} 1\n" if target_gid not in (None, 0) else ""
+        _write_file("/proc/self/uid_map", f"0 0 1\n{extra_uid}")
+        _write_file("/proc/self/gid_map", f"0 0 1\n{extra_gid}")
+    else:
+        _write_file("/proc/self/setgroups", "deny")  # required before an unprivileged gid_map
+        _write_file("/proc/self/uid_map", f"{uid} {uid} 1\n")
+        _write_file("/proc/self/gid_map", f"{gid} {gid} 1\n")
+
+
+def enter_namespaces(want_net, target_uid, target_gid):
+    """Try the strongest set first, then weaker ones. Returns (net, pid, user, reason_if_none)."""
+    net = CLONE_NEWNET if want_net else 0
+    candidates = [net | CLONE_NEWPID, CLONE_NEWUSER | net | CLONE_NEWPID]
+    if net:
+        candidates += [CLONE_NEWUSER | net, net]
+    candidates += [CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID]
+    last_error = "not attempted"
+    for flags in candidates:
+        if not flags:
+            continue
+        try:
+            _unshare(flags)
+        except OSError as exc:
+            last_error = exc.strerror or str(exc)
+            continue
+        if flags & CLONE_NEWUSER:
+            try:
+                _map_ids(target_uid, target_gid)
+            except OSError as exc:
+                # The namespace exists but we are nobody in it; that is unusable, so stop here.
+                return False, False, True, f"user namespace id map failed: {exc.strerror or exc}"
+        return bool(flags & CLONE_NEWNET), bool(flags & CLONE_NEWPID), bool(flags & CLONE_NEWUSER), ""
+    return False, False, False, last_error
+
+
+def confine_child(spec, report):
+    uid, gid = spec.get("uid"), spec.get("gid")
+    if uid is not None:
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+        except OSError as exc:
+            report["user_error"] = exc.strerror or str(exc)
+    report["uid"], report["gid"] = os.getuid(), os.getgid()
+    failed = []
+    for name, (soft, hard) in spec["rlimits"].items():
+        try:
+            resource.setrlimit(getattr(resource, name), (soft, hard))
+        except (OSError, ValueError, AttributeError):
+            failed.append(name)
+    report["rlimits_failed"] = failed
+    report["no_new_privs"] = _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+    # Set after the uid change (which clears it): if the waiting parent dies, so does the script.
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def mirror_exit(status):
+    """Leave this process the way the child left, so the host sees the script's own status."""
+    if os.WIFEXITED(status):
+        os._exit(os.WEXITSTATUS(status))
+    sig = os.WTERMSIG(status)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    except (OSError, ValueError):
+        pass
+    os._exit(128 + sig)
+
+
+def main(argv):
+    spec = json.loads(argv[1])
+    program = argv[3:]
+    status_fd = spec["status_fd"]
+    os.set_inheritable(status_fd, False)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    net, pid, user, ns_error = enter_namespaces(spec["block_network"], spec.get("uid"), spec.get("gid"))
+    report = {"netns": net, "pidns": pid, "userns": user, "ns_error": ns_error}
+
+    child = os.fork()
+    if child == 0:
+        try:
+            confine_child(spec, report)
+            exe = spec["exe"]
+            fallback = spec.get("exe_fallback")
+            if fallback and not os.access(exe, os.X_OK):
+                # The host's interpreter lives where the unprivileged user cannot reach (e.g. under /root).
+                report["exe_fallback"] = exe = program[0] = fallback
+            os.write(status_fd, b"report " + json.dumps(report).encode() + b"\n")
+            os.execve(exe, program, dict(os.environ))
+        except BaseException as exc:  # noqa: BLE001 - anything here must reach the host as text
+            message = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            os.write(status_fd, b"error " + json.dumps(message).encode() + b"\n")
+        os._exit(127)
+
+    os.write(status_fd, b"child %d\n" % child)
+    os.close(status_fd)
+    # Let go of the pipes so the host sees EOF (and a writer sees a closed stdin) only through the script.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except ChildProcessError:
+            os._exit(127)
+    mirror_exit(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
