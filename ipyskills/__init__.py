@@ -31,3 +31,17 @@ def registry():
 
         _default_registry = SkillRegistry()
     return _default_registry
+
+
+def load_ipython_extension(ip) -> None:
+    """`%load_ext ipyskills`: the magics, completion and rich display (see ipyskills.notebook.extension)."""
+    from .notebook.extension import load_ipython_extension as load
+
+    load(ip)
+
+
+def unload_ipython_extension(ip) -> None:
+    """`%unload_ext ipyskills`: removes exactly what loading added."""
+    from .notebook.extension import unload_ipython_extension as unload
+
+    unload(ip)

@@ -1,0 +1,102 @@
+"""Traitlets config for the notebook layer: `c.IPySkills.*` in ipython_config.py, `%config IPySkills.x = y`.
+
+The defaults are those of `ipyskills.settings.Settings`; `IPYSKILLS_*` environment variables fill any trait
+the IPython config leaves unset (so precedence is: defaults < environment < ipython_config < %config).
+`settings()` turns the traits back into a `Settings` for the registry and the runner.
+"""
+
+from __future__ import annotations
+
+from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, validate
+from traitlets.config import Configurable
+
+from ..errors import ConfigError
+from ..settings import BACKENDS, Settings
+
+_DEFAULTS = Settings()
+
+# trait name -> Settings field (only the backend is named differently, after the design's wording).
+TRAIT_FIELDS = {
+    "skill_dirs": "skill_dirs",
+    "default_roots": "default_roots",
+    "bundled_skills": "bundled_skills",
+    "read_cap": "read_cap",
+    "manifest_cap": "manifest_cap",
+    "sandbox_backend": "backend",
+    "image": "image",
+    "timeout": "timeout",
+    "memory": "memory",
+    "pids": "pids",
+    "cpus": "cpus",
+    "network": "network",
+    "output_cap": "output_cap",
+    "guard": "guard",
+}
+
+
+class IPySkillsConfig(Configurable):
+    """The settable part of the `IPySkills` magics class."""
+
+    skill_dirs = List(Unicode(), default_value=list(_DEFAULTS.skill_dirs),
+                      help="Skill roots (or single skill folders) searched first, in order.").tag(config=True)
+    default_roots = Bool(_DEFAULTS.default_roots,
+                         help="Also search ./skills, ./.agents/skills, ./.claude/skills, ~/.agents/skills, "
+                              "~/.claude/skills.").tag(config=True)
+    bundled_skills = Bool(_DEFAULTS.bundled_skills,
+                          help="Include the skills shipped with ipyskills (lowest precedence).").tag(config=True)
+    read_cap = Int(_DEFAULTS.read_cap, help="Bytes one level-3 resource read may return.").tag(config=True)
+    manifest_cap = Int(_DEFAULTS.manifest_cap, help="Files listed in <skill_resources>.").tag(config=True)
+    sandbox_backend = Enum(BACKENDS, default_value=_DEFAULTS.backend,
+                           help="Where scripts run: docker, local, or auto (Docker when ready, "
+                                "else local, with a visible notice).").tag(config=True)
+    image = Unicode(_DEFAULTS.image, help="The Docker sandbox image.").tag(config=True)
+    timeout = Float(_DEFAULTS.timeout, help="Seconds one script run may take.").tag(config=True)
+    memory = Unicode(_DEFAULTS.memory, help="Memory limit of one run, like 256m or 1g.").tag(config=True)
+    pids = Int(_DEFAULTS.pids, help="Processes one run may have.").tag(config=True)
+    cpus = Float(_DEFAULTS.cpus, help="CPUs one run may use.").tag(config=True)
+    network = Bool(_DEFAULTS.network, help="Give runs network access (off by default).").tag(config=True)
+    output_cap = Int(_DEFAULTS.output_cap, help="Bytes kept of stdout and of stderr, each.").tag(config=True)
+    guard = Bool(_DEFAULTS.guard, help="Run the static guard before every script.").tag(config=True)
+    authoring_root = Unicode("./skills", help="Where %%skill writes a skill that does not exist yet."
+                             ).tag(config=True)
+    table_rows = Int(50, help="Catalog rows shown before the table says 'showing N of M'.").tag(config=True)
+
+    @validate("timeout")
+    def _check_timeout(self, proposal):
+        if proposal["value"] <= 0:
+            raise TraitError(f"IPySkills.timeout must be a positive number of seconds, got {proposal['value']!r}")
+        return proposal["value"]
+
+    @validate("memory")
+    def _check_memory(self, proposal):
+        from ..sandbox.policy import parse_size
+
+        try:
+            parse_size(proposal["value"], "IPySkills.memory")
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+        return proposal["value"]
+
+    @validate("read_cap", "manifest_cap", "pids", "output_cap", "table_rows")
+    def _check_positive(self, proposal):
+        if proposal["value"] < 1:
+            raise TraitError(f"IPySkills.{proposal['trait'].name} must be at least 1, got {proposal['value']!r}")
+        return proposal["value"]
+
+    def apply_environment(self, environ: dict | None = None) -> None:
+        """Fill traits the IPython config left unset from `IPYSKILLS_*` variables (ConfigError if malformed)."""
+        env = Settings.from_env(environ)
+        configured = set()
+        for cls in type(self).mro():
+            if cls.__name__ in self.config:
+                configured |= set(self.config[cls.__name__])
+        for trait, field in TRAIT_FIELDS.items():
+            value = getattr(env, field)
+            if trait not in configured and value != getattr(_DEFAULTS, field):
+                setattr(self, trait, list(value) if isinstance(value, tuple) else value)
+
+    def settings(self) -> Settings:
+        """The traits as a `Settings` (what the registry and the runner use)."""
+        values = {field: getattr(self, trait) for trait, field in TRAIT_FIELDS.items()}
+        values["skill_dirs"] = tuple(values["skill_dirs"])
+        return Settings(**values)

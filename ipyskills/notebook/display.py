@@ -1,0 +1,511 @@
+"""Rich display for ipyskills objects: functions that build mimebundles, and small displayable wrappers.
+
+Skill text is untrusted. Everything that reaches HTML is escaped here; Markdown is rendered to HTML by
+mistune with raw HTML escaped and harmful link schemes removed. Untrusted Markdown is never emitted as
+`text/markdown`, because JupyterLab renders trusted Markdown outputs without sanitizing them.
+Images are shown through `<img src="data:...">` only (an SVG loaded that way cannot run scripts).
+
+Every bundle has a `text/plain` entry that reads well in terminal IPython.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+from pathlib import PurePosixPath
+
+TABLE_ROWS = 50  # catalog rows shown before "showing N of M"
+CSV_ROWS = 50  # rows of a CSV resource or artifact shown as a table
+INLINE_IMAGE_CAP = 5 * 1024 * 1024  # bytes of one image embedded in HTML
+
+_STATUS_MARK = {"valid": "✓", "warnings": "!", "invalid": "✗"}
+_STATUS_COLOUR = {"valid": "#1a7f37", "warnings": "#9a6700", "invalid": "#cf222e"}
+_IMAGE_MIMES = {"image/png", "image/jpeg", "image/gif", "image/svg+xml", "image/webp"}
+_CSS = (
+    "<style>.ipyskills{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;line-height:1.45}"
+    ".ipyskills table{border-collapse:collapse;margin:4px 0}"
+    ".ipyskills th,.ipyskills td{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top}"
+    ".ipyskills pre{background:rgba(127,127,127,.08);padding:6px;overflow:auto;max-height:32em;margin:4px 0}"
+    ".ipyskills .card{border:1px solid #d0d7de;border-radius:6px;padding:6px 10px;margin-bottom:6px}"
+    ".ipyskills .muted{color:#6e7781}.ipyskills summary{cursor:pointer}"
+    ".ipyskills .md{border-left:3px solid #d0d7de;padding-left:10px}</style>"
+)
+
+
+# --------------------------------------------------------------------------- small HTML helpers
+
+
+def esc(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def wrap(inner: str) -> str:
+    return f'{_CSS}<div class="ipyskills">{inner}</div>'
+
+
+def badge(status: str) -> str:
+    colour = _STATUS_COLOUR.get(status, "#6e7781")
+    return (f'<span style="color:{colour};font-weight:600" title="{esc(status)}">'
+            f"{_STATUS_MARK.get(status, '?')} {esc(status)}</span>")
+
+
+def details(summary: str, inner_html: str, open_: bool = False) -> str:
+    return f"<details{' open' if open_ else ''}><summary>{esc(summary)}</summary>{inner_html}</details>"
+
+
+def pre(text: str) -> str:
+    return f"<pre>{esc(text)}</pre>"
+
+
+def markdown_html(text: str) -> str:
+    """Markdown rendered to HTML with raw HTML escaped and javascript:/data:/file: links removed."""
+    import mistune
+
+    render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+    return f'<div class="md">{render(text)}</div>'
+
+
+def highlight_html(text: str, filename: str) -> str:
+    """Code highlighted by pygments (which escapes it), inline styles so no stylesheet is needed."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import TextLexer, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    try:
+        lexer = get_lexer_for_filename(filename, text)
+    except ClassNotFound:
+        lexer = TextLexer()
+    return highlight(text, lexer, HtmlFormatter(noclasses=True, nobackground=True))
+
+
+def csv_html(text: str, filename: str = "", max_rows: int = CSV_ROWS) -> str:
+    delimiter = "\t" if filename.lower().endswith(".tsv") else ","
+    rows = []
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    try:
+        for row in reader:
+            rows.append(row)
+            if len(rows) > max_rows:
+                break
+    except csv.Error:
+        return pre(text)
+    if not rows:
+        return '<p class="muted">(empty)</p>'
+    head, body = rows[0], rows[1 : max_rows + 1]
+    out = ["<table><thead><tr>", *(f"<th>{esc(c)}</th>" for c in head), "</tr></thead><tbody>"]
+    for row in body:
+        out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
+    out.append("</tbody></table>")
+    if len(rows) > max_rows:
+        out.append(f'<p class="muted">first {max_rows} rows shown</p>')
+    return "".join(out)
+
+
+def json_html(text: str) -> str:
+    try:
+        pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return pre(text)
+    return highlight_html(pretty, "x.json")
+
+
+def image_html(data: bytes, mime: str, alt: str = "") -> str:
+    if mime not in _IMAGE_MIMES:
+        return f'<p class="muted">{esc(alt)} ({esc(mime)}, {len(data)} bytes)</p>'
+    if len(data) > INLINE_IMAGE_CAP:
+        return f'<p class="muted">{esc(alt)}: image too large to show inline ({len(data)} bytes)</p>'
+    encoded = base64.b64encode(data).decode("ascii")
+    return f'<img src="data:{mime};base64,{encoded}" alt="{esc(alt)}" style="max-width:100%">'
+
+
+def file_html(text: str, filename: str) -> str:
+    """A text file shown the way its kind reads best."""
+    suffix = PurePosixPath(filename).suffix.lower()
+    if suffix in (".md", ".markdown"):
+        return markdown_html(text)
+    if suffix == ".json":
+        return json_html(text)
+    if suffix in (".csv", ".tsv"):
+        return csv_html(text, filename)
+    if suffix in ("", ".txt", ".text", ".log"):
+        return pre(text)
+    return highlight_html(text, filename)
+
+
+def problems_html(problems) -> str:
+    if not problems:
+        return ""
+    rows = "".join(
+        f"<tr><td>{badge('invalid' if p.severity == 'error' else 'warnings')}</td><td><code>{esc(p.code)}</code></td>"
+        f"<td>{esc(p.field or '')}</td><td>{esc(p.message)}</td></tr>"
+        for p in problems
+    )
+    return f"<table><thead><tr><th>severity</th><th>code</th><th>field</th><th>message</th></tr></thead>{rows}</table>"
+
+
+def problems_text(problems, indent: str = "  ") -> list[str]:
+    return [f"{indent}{p.severity}: {p.message}" + (f" [{p.code}]" if p.code else "") for p in problems]
+
+
+def frontmatter_html(frontmatter: dict) -> str:
+    if not frontmatter:
+        return ""
+    rows = []
+    for key, value in frontmatter.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        rows.append(f"<tr><th>{esc(key)}</th><td>{esc(shown)}</td></tr>")
+    return "<table>" + "".join(rows) + "</table>"
+
+
+def tree_text(paths, truncated: bool = False) -> list[str]:
+    """Sorted relative paths as an indented tree, folders first shown once."""
+    lines, seen = [], set()
+    for path in sorted(paths):
+        parts = PurePosixPath(path).parts
+        for depth in range(len(parts) - 1):
+            folder = parts[: depth + 1]
+            if folder not in seen:
+                seen.add(folder)
+                lines.append("  " * depth + parts[depth] + "/")
+        lines.append("  " * (len(parts) - 1) + parts[-1])
+    if truncated:
+        lines.append("… (list truncated)")
+    return lines
+
+
+def shorten(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# --------------------------------------------------------------------------- bundles for core objects
+
+
+def meta_html(meta) -> str:
+    """A skill's level-1 facts as HTML (unwrapped): card, problems, frontmatter."""
+    card = (
+        f'<div class="card"><b style="font-size:1.15em">{esc(meta.name)}</b> {badge(meta.status)}'
+        f"<div>{esc(meta.description)}</div>"
+        f'<div class="muted"><code>{esc(meta.path)}</code> (root <code>{esc(meta.root)}</code>)</div></div>'
+    )
+    parts = [card]
+    if meta.problems:
+        parts.append(details(f"{len(meta.problems)} problem(s)", problems_html(meta.problems), open_=True))
+    if meta.frontmatter:
+        parts.append(details("frontmatter", frontmatter_html(meta.frontmatter)))
+    return "".join(parts)
+
+
+def meta_bundle(meta) -> dict:
+    """A skill's level-1 facts: card, frontmatter, problems."""
+    text = [f"{meta.name} [{meta.status}] {meta.description}", f"  {meta.path}", *problems_text(meta.problems)]
+    return {"text/plain": "\n".join(text), "text/html": wrap(meta_html(meta))}
+
+
+def content_bundle(content, meta=None) -> dict:
+    """Level 2: the card, the body rendered, the resource tree; the exact agent text one click away."""
+    agent_text = str(content)
+    resources = list(getattr(content, "resources", []) or [])
+    truncated = bool(getattr(content, "resources_truncated", False))
+    parts = []
+    if meta is not None:
+        parts.append(meta_html(meta))
+    else:
+        parts.append(f'<div class="card"><b style="font-size:1.15em">{esc(content.name)}</b>'
+                     f'<div class="muted"><code>{esc(getattr(content, "directory", ""))}</code></div></div>')
+    parts.append(markdown_html(content.body))
+    if resources or truncated:
+        parts.append(details(f"files ({len(resources)}{'+' if truncated else ''})",
+                             pre("\n".join(tree_text(resources, truncated)))))
+    parts.append(details("agent text (level 2, exactly what the model receives)", pre(agent_text)))
+    return {"text/plain": agent_text, "text/html": wrap("".join(parts))}
+
+
+def resource_bundle(resource, data: bytes | None = None, mime: str | None = None) -> dict:
+    """Level 3: the file rendered by kind (Markdown, code, JSON, CSV, image); agent text one click away."""
+    path = str(resource.path)
+    head = (f'<div class="card"><b>{esc(resource.skill)}</b> / <code>{esc(path)}</code></div>')
+    if data is not None and mime in _IMAGE_MIMES:
+        plain = f"{resource.skill}/{path}: {mime} image, {len(data)} bytes"
+        return {"text/plain": plain, "text/html": wrap(head + image_html(data, mime, path))}
+    agent_text = str(resource)
+    if path.lower().endswith(".svg"):
+        body = image_html(resource.text.encode("utf-8"), "image/svg+xml", path)
+    else:
+        body = file_html(resource.text, path)
+    raw = details("agent text (level 3, exactly what the model receives)", pre(agent_text))
+    return {"text/plain": agent_text, "text/html": wrap(head + body + raw)}
+
+
+def report_parts(report) -> tuple[str, str]:
+    """(plain text, unwrapped HTML) of a validation report: the verdict, then each problem."""
+    problems = list(report.problems)
+    errors = [p for p in problems if p.severity == "error"]
+    status = "invalid" if errors else ("warnings" if problems else "valid")
+    verdict = {"valid": "Valid skill", "warnings": "Valid skill, with warnings",
+               "invalid": f"Invalid skill: {len(errors)} error(s)"}[status]
+    html_ = f'<div class="card">{badge(status)} {esc(verdict)} <code>{esc(report.path)}</code></div>'
+    html_ += problems_html(problems)
+    return "\n".join([f"{verdict}: {report.path}", *problems_text(problems)]), html_
+
+
+def report_bundle(report) -> dict:
+    text, html_ = report_parts(report)
+    return {"text/plain": text, "text/html": wrap(html_)}
+
+
+class ReportList(list):
+    """Validation reports for several skills (`%skills validate` with no target); a list of reports."""
+
+    @property
+    def valid(self) -> bool:
+        return all(getattr(r, "valid", False) for r in self)
+
+    def mimebundle(self) -> dict:
+        bad = sum(1 for r in self if not getattr(r, "valid", False))
+        lead = f"{len(self)} skill(s) validated, {bad} invalid"
+        parts = [report_parts(r) for r in self]
+        return {"text/plain": "\n".join([lead, *(t for t, _ in parts)]),
+                "text/html": wrap(f"<p>{esc(lead)}</p>" + "".join(h for _, h in parts))}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])
+
+
+def findings_html(findings) -> str:
+    rows = "".join(
+        f"<tr><td>{badge('invalid' if f.severity == 'block' else 'warnings')}</td><td><code>{esc(f.rule)}</code></td>"
+        f"<td>{esc(f.path)}:{f.line}</td><td>{esc(f.message)}</td></tr>"
+        for f in findings
+    )
+    return f"<table><thead><tr><th></th><th>rule</th><th>where</th><th>message</th></tr></thead>{rows}</table>"
+
+
+def guard_bundle(report) -> dict:
+    findings = list(report.findings)
+    verdict = "blocked" if report.blocked else ("warnings" if findings else "no findings")
+    text = [f"guard: {report.path}: {verdict}", *(f"  {f}" for f in findings)]
+    html_ = f'<div class="card">guard <code>{esc(report.path)}</code>: <b>{esc(verdict)}</b></div>'
+    if findings:
+        html_ += findings_html(findings)
+    return {"text/plain": "\n".join(text), "text/html": wrap(html_)}
+
+
+def result_status(result) -> str:
+    """One line: backend and isolation, exit code, duration, timed out / OOM / truncated."""
+    line = result.status_line()
+    return f"{line} · {result.isolation}" if getattr(result, "isolation", "") else line
+
+
+def artifact_html(artifact) -> str:
+    name = esc(artifact.path)
+    if artifact.data is None:
+        return f"<li><code>{name}</code> ({artifact.size} bytes, over the return cap, not returned)</li>"
+    mime = artifact.mime
+    if mime in _IMAGE_MIMES:
+        return f"<li><code>{name}</code><br>{image_html(artifact.data, mime, artifact.path)}</li>"
+    if mime in ("text/csv", "text/tab-separated-values"):
+        text = artifact.data.decode("utf-8", errors="replace")
+        return f"<li><code>{name}</code>{csv_html(text, artifact.path)}</li>"
+    return f"<li><code>{name}</code> ({esc(mime)}, {artifact.size} bytes)</li>"
+
+
+def result_bundle(result) -> dict:
+    """A script run: status line, notice, stdout, stderr, guard findings, artifacts."""
+    status = result_status(result)
+    ok = result.ok
+    colour = _STATUS_COLOUR["valid" if ok else "invalid"]
+    title = f"{result.skill}/{result.script}" if result.skill else result.script
+    parts = [(f'<div class="card"><b>{esc(title)}</b> {esc(" ".join(result.args))}'
+             f'<div style="color:{colour};font-weight:600">{esc(status)}</div>')]
+    text = [f"{title} {' '.join(result.args)}".rstrip(), status]
+    if result.notice:
+        parts.append(f'<div style="color:{_STATUS_COLOUR["warnings"]}">{esc(result.notice)}</div>')
+        text.append(f"notice: {result.notice}")
+    parts.append("</div>")
+    if result.findings:
+        parts.append(details(f"guard findings ({len(result.findings)})", findings_html(result.findings), True))
+        text += ["guard findings:", *(f"  {f}" for f in result.findings)]
+    if result.stdout:
+        parts.append(details("stdout", pre(result.stdout), open_=True))
+        text += ["--- stdout", result.stdout.rstrip("\n")]
+    if result.stderr:
+        parts.append(details("stderr", f'<pre style="color:#cf222e">{esc(result.stderr)}</pre>', open_=True))
+        text += ["--- stderr", result.stderr.rstrip("\n")]
+    if result.artifacts:
+        items = "".join(artifact_html(a) for a in result.artifacts)
+        parts.append(details(f"artifacts ({len(result.artifacts)})", f"<ul>{items}</ul>", open_=True))
+        text += ["--- artifacts", *(f"  {a.path} ({a.mime}, {a.size} bytes)" for a in result.artifacts)]
+    return {"text/plain": "\n".join(text), "text/html": wrap("".join(parts))}
+
+
+# --------------------------------------------------------------------------- dispatch
+
+_BY_CLASS_NAME = {
+    "SkillMeta": meta_bundle,
+    "SkillContent": content_bundle,
+    "SkillResource": resource_bundle,
+    "ValidationReport": report_bundle,
+    "GuardReport": guard_bundle,
+    "ExecuteResult": result_bundle,
+}
+
+
+def bundle_for(obj) -> dict | None:
+    """The mimebundle for any ipyskills object (None for anything else)."""
+    if hasattr(obj, "mimebundle"):
+        return obj.mimebundle()
+    builder = _BY_CLASS_NAME.get(type(obj).__name__)
+    return builder(obj) if builder else None
+
+
+class Rich:
+    """Wraps a core object so it renders richly in any frontend, with or without `%load_ext ipyskills`.
+
+    `display(Rich(result))`; the wrapped object stays available as `.value`.
+    """
+
+    def __init__(self, value, bundle: dict | None = None):
+        self.value = value
+        self._bundle = bundle
+
+    def mimebundle(self) -> dict:
+        if self._bundle is None:
+            self._bundle = bundle_for(self.value) or {"text/plain": repr(self.value)}
+        return self._bundle
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+# --------------------------------------------------------------------------- the catalog table
+
+
+class SkillTable:
+    """The catalog as a table: name, description, source root, status.
+
+    Shows the first `limit` rows (no 10,000-row HTML); `filter(text)` narrows it, `page(n)` moves on.
+    Iterating gives the `SkillMeta` objects.
+    """
+
+    def __init__(self, skills, *, shadowed=(), skipped=(), limit: int = TABLE_ROWS, query: str = "",
+                 offset: int = 0):
+        self.skills = list(skills)
+        self.shadowed = list(shadowed or [])
+        self.skipped = list(skipped or [])
+        self.limit = max(1, int(limit))
+        self.query = query
+        self.offset = max(0, int(offset))
+
+    def filter(self, text: str) -> SkillTable:
+        """Skills whose name, description, status or root contains `text` (case-insensitive)."""
+        needle = text.lower()
+        kept = [s for s in self.skills
+                if needle in f"{s.name}\n{s.description}\n{s.status}\n{s.root}".lower()]
+        return SkillTable(kept, shadowed=self.shadowed, skipped=self.skipped, limit=self.limit, query=text)
+
+    def page(self, number: int) -> SkillTable:
+        """Page `number` (from 1) of `limit` rows."""
+        return SkillTable(self.skills, shadowed=self.shadowed, skipped=self.skipped, limit=self.limit,
+                          query=self.query, offset=(max(1, number) - 1) * self.limit)
+
+    def __len__(self) -> int:
+        return len(self.skills)
+
+    def __iter__(self):
+        return iter(self.skills)
+
+    def __getitem__(self, index):
+        return self.skills[index]
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.skills]
+
+    def _shown(self):
+        return self.skills[self.offset : self.offset + self.limit]
+
+    def _note(self) -> str:
+        total, shown = len(self.skills), self._shown()
+        if not shown and total:
+            return f"no rows on this page ({total} skills in all)"
+        if len(shown) == total:
+            return ""
+        last = self.offset + len(shown)
+        return (f"showing {self.offset + 1}–{last} of {total}; narrow with %skills --filter TEXT "
+                f"or table.filter('text'), move on with table.page(n)")
+
+    def mimebundle(self) -> dict:
+        shown = self._shown()
+        lead = f"{len(self.skills)} skill(s)" + (f" matching {self.query!r}" if self.query else "")
+        if not self.skills:
+            hint = "no skill matches" if self.query else (
+                "no skills found; add a folder with %skills add DIR or write one with %%skill NAME")
+            return {"text/plain": f"{lead}: {hint}", "text/html": wrap(f"<p>{esc(lead)}: {esc(hint)}</p>")}
+        width = min(32, max(len(s.name) for s in shown))
+        text = [lead]
+        rows = []
+        for s in shown:
+            text.append(f"{_STATUS_MARK.get(s.status, '?')} {s.name:<{width}}  {shorten(s.description, 70)}")
+            rows.append(f"<tr><td><b>{esc(s.name)}</b></td><td>{esc(shorten(s.description, 300))}</td>"
+                        f'<td><code title="{esc(s.path)}">{esc(s.root)}</code></td><td>{badge(s.status)}</td></tr>')
+        html_ = (f"<p>{esc(lead)}</p><table><thead><tr><th>name</th><th>description</th><th>root</th>"
+                 f"<th>status</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        note = self._note()
+        if note:
+            text.append(note)
+            html_ += f'<p class="muted">{esc(note)}</p>'
+        for label, items in (("shadowed by an earlier root", self.shadowed), ("skipped", self.skipped)):
+            if items:
+                text.append(f"{len(items)} {label}:")
+                text += [f"  {item}" for item in items]
+                html_ += details(f"{len(items)} {label}", pre("\n".join(str(i) for i in items)))
+        return {"text/plain": "\n".join(text), "text/html": wrap(html_)}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])
+
+
+class ImageResource:
+    """An image bundled with a skill, for display (agents never receive images as text)."""
+
+    def __init__(self, skill: str, path: str, data: bytes, mime: str):
+        self.skill, self.path, self.data, self.mime = skill, path, data, mime
+
+    def mimebundle(self) -> dict:
+        bundle = resource_bundle(self, data=self.data, mime=self.mime)
+        if self.mime in ("image/png", "image/jpeg", "image/gif") and len(self.data) <= INLINE_IMAGE_CAP:
+            bundle[self.mime] = base64.b64encode(self.data).decode("ascii")
+        return bundle
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])
+
+
+class AgentText(str):
+    """Exact agent text (a `str`), shown verbatim: `%skills prompt`, `%skill_load --raw`."""
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/plain": str(self)}

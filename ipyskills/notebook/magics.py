@@ -1,0 +1,345 @@
+"""The IPython magics: %skills, %skill_load, %%skill_run, %%skill.
+
+Misuse raises IPython's `UsageError` (shown as one line). A `SkillError` from the library is re-raised as
+`MagicError`, which IPython shows as one line too (via `_render_traceback_`) while the cell still counts as
+failed, so "Run all" stops there. KeyboardInterrupt is never caught: the backends clean up on it.
+
+Every magic returns an object (a table, a report, the loaded skill, the run result) so it can be kept in a
+variable; core objects render richly through the formatters the extension registers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shlex
+from pathlib import Path
+
+from IPython.core import magic_arguments as ma
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+
+from ..errors import SkillError
+from .config import IPySkillsConfig
+from .display import AgentText, ImageResource, Rich, SkillTable, content_bundle
+
+SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh")
+_IMAGE_PREFIX = "image/"
+
+
+class MagicError(SkillError):
+    """A library error raised from a magic, shown by IPython as one line instead of a traceback."""
+
+    def __init__(self, original: SkillError):
+        super().__init__(str(original))
+        self.original = original
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31m{type(self.original).__name__}\x1b[0m: {self}"]
+
+
+def parse(magic, line: str) -> argparse.Namespace:
+    """POSIX-style splitting (quotes group words, as in a shell), then the magic's argparse parser."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"{exc} in {line!r}; close the quote or escape it") from None
+    return magic.parser.parse_args(argv)
+
+
+@magics_class
+class IPySkills(IPySkillsConfig, Magics):
+    """Agent Skills magics. Settings: `%config IPySkills` lists them; `c.IPySkills.*` in ipython_config.py."""
+
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell=shell, **kwargs)
+        self.apply_environment()
+        self._written: dict[Path, str] = {}  # file -> sha256 of what %%skill last wrote there
+        self._registry = None
+        self.observe(self._settings_changed)
+
+    # ------------------------------------------------------------------ registry and settings
+
+    @property
+    def registry(self):
+        """The process-wide registry (`ipyskills.registry()`), with this config applied on first use."""
+        if self._registry is None:
+            import ipyskills
+
+            self._registry = ipyskills.registry()
+            self._push_settings()
+        return self._registry
+
+    def _settings_changed(self, change) -> None:
+        if change["name"] in ("authoring_root", "table_rows") or self._registry is None:
+            return  # the registry picks settings up on first use
+        self._push_settings()
+
+    def _push_settings(self) -> None:
+        apply_settings(self._registry, self.settings())
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MagicError:
+            raise
+        except SkillError as exc:
+            raise MagicError(exc) from exc
+
+    # ------------------------------------------------------------------ %skills
+
+    @ma.magic_arguments()
+    @ma.argument("command", nargs="?", default="list", metavar="COMMAND",
+                 help="list (default), add DIR, validate [NAME|PATH], prompt, browse, refresh")
+    @ma.argument("target", nargs="?", default=None, metavar="TARGET",
+                 help="the folder for `add`; the skill name or path for `validate`")
+    @ma.argument("-f", "--filter", default=None, metavar="TEXT",
+                 help="only skills whose name, description, status or root contains TEXT")
+    @ma.argument("-n", "--rows", type=int, default=None, metavar="N", help="rows shown (default 50)")
+    @no_var_expand
+    @line_magic
+    def skills(self, line: str = ""):
+        """Agent Skills: the catalog, and add / validate / prompt / browse / refresh."""
+        args = parse(self.skills, line)
+        command = args.command
+        if command not in SKILLS_COMMANDS:
+            raise UsageError(f"%skills: unknown command {command!r}; use one of {', '.join(SKILLS_COMMANDS)}")
+        needs_target = command == "add"
+        takes_target = command in ("add", "validate")
+        if needs_target and not args.target:
+            raise UsageError("%skills add needs a folder: %skills add DIR (a root of skills or one skill folder)")
+        if args.target and not takes_target:
+            raise UsageError(f"%skills {command} takes no argument (got {args.target!r})")
+        if args.rows is not None and args.rows < 1:
+            raise UsageError("%skills --rows must be at least 1")
+        return getattr(self, f"_skills_{command}")(args)
+
+    def _skills_list(self, args):
+        reg = self.registry
+        table = SkillTable(self._call(reg.list), shadowed=getattr(reg, "shadowed", ()),
+                           skipped=getattr(reg, "skipped", ()), limit=args.rows or self.table_rows)
+        return table.filter(args.filter) if args.filter else table
+
+    def _skills_refresh(self, args):
+        self._call(self.registry.refresh)
+        return self._skills_list(args)
+
+    def _skills_add(self, args):
+        self._call(self.registry.add, args.target)
+        return self._skills_list(args)
+
+    def _skills_validate(self, args):
+        from .display import ReportList
+
+        reg = self.registry
+        if args.target:
+            return self._call(reg.validate, args.target)
+        skills = self._call(reg.list)
+        if args.filter:
+            skills = SkillTable(skills).filter(args.filter).skills
+        return ReportList([self._call(reg.validate, str(s.path)) for s in skills])
+
+    def _skills_prompt(self, args):
+        text = self._call(self.registry.catalog)
+        return AgentText(text)
+
+    def _skills_browse(self, args):
+        from .browser import SkillBrowser
+
+        return SkillBrowser(self.registry, magics=self)
+
+    # ------------------------------------------------------------------ %skill_load
+
+    @ma.magic_arguments()
+    @ma.argument("locator", metavar="NAME[/PATH]", help="a skill name, or name/path of one of its files")
+    @ma.argument("--raw", action="store_true", help="the exact text an agent receives, nothing else")
+    @no_var_expand
+    @line_magic
+    def skill_load(self, line: str = ""):
+        """Show a skill (level 2) or one of its files (level 3); --raw gives the exact agent text."""
+        args = parse(self.skill_load, line)
+        return self._call(self.load, args.locator, raw=args.raw)
+
+    def load(self, locator: str, raw: bool = False):
+        """What `%skill_load` returns: a rich view of a skill or file, or `AgentText` when `raw`."""
+        from ..core.resources import guess_mime, normalize_resource_path, split_locator
+
+        reg = self.registry
+        name, path = split_locator(locator)
+        if path and guess_mime(path).startswith(_IMAGE_PREFIX) and not guess_mime(path).endswith("svg+xml"):
+            if raw:
+                reg.load(locator)  # raises the agent-side refusal, word for word
+            return self._image(name, normalize_resource_path(path))
+        obj = reg.load(locator)
+        if raw:
+            return AgentText(str(obj))
+        if path is None:
+            return Rich(obj, content_bundle(obj, self._meta_for(obj)))
+        return obj
+
+    def _meta_for(self, content):
+        try:
+            meta = self.registry.get(content.name)
+        except SkillError:
+            return None
+        return meta if Path(meta.path) == Path(content.directory) else None
+
+    def _image(self, name: str, path: str):
+        data, mime = self.registry.read_bytes(f"{name}/{path}")
+        return ImageResource(self.registry.get(name).name, path, data, mime)
+
+    # ------------------------------------------------------------------ %%skill_run
+
+    @ma.magic_arguments()
+    @ma.argument("--backend", choices=("auto", "docker", "local"), default=None,
+                 help="where to run (default: IPySkills.sandbox_backend)")
+    @ma.argument("--timeout", type=float, default=None, metavar="S", help="seconds before the run is killed")
+    @ma.argument("--memory", default=None, metavar="M", help="memory limit, like 256m or 1g")
+    @ma.argument("--network", action="store_true", default=None, help="allow network access for this run")
+    @ma.argument("--no-guard", dest="guard", action="store_false", default=None,
+                 help="skip the static guard (the sandbox still applies)")
+    @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
+                 help="also keep the result in the variable VAR")
+    @ma.argument("name", metavar="NAME", help="the skill")
+    @ma.argument("script", metavar="SCRIPT", help="the script, relative to the skill folder")
+    @ma.argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                 help="passed to the script as they are (put ipyskills options before NAME)")
+    @no_var_expand
+    @line_cell_magic
+    def skill_run(self, line: str = "", cell: str | None = None):
+        """Run a skill's script in the sandbox; the cell body is its stdin.
+
+        %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [-o VAR] NAME SCRIPT [ARGS...]
+        """
+        args = parse(self.skill_run, line)
+        if args.var is not None and not args.var.isidentifier():
+            raise UsageError(f"-o needs a Python variable name, got {args.var!r}")
+        result = self._call(
+            self.registry.run, args.name, args.script, args=list(args.args), stdin=cell or "",
+            backend=args.backend or self.sandbox_backend,
+            timeout=args.timeout if args.timeout is not None else self.timeout,
+            memory=args.memory or self.memory,
+            network=bool(args.network) if args.network is not None else self.network,
+            guard=self.guard if args.guard is None else args.guard,
+        )
+        if args.var:
+            self.shell.user_ns[args.var] = result
+        return result
+
+    # ------------------------------------------------------------------ %%skill (authoring)
+
+    @ma.magic_arguments()
+    @ma.argument("locator", metavar="NAME[/PATH]",
+                 help="write NAME's SKILL.md, or the file PATH inside skill NAME, from the cell")
+    @ma.argument("--force", action="store_true",
+                 help="overwrite a file this session did not write (the old one is kept as FILE.bak)")
+    @no_var_expand
+    @line_cell_magic
+    def skill(self, line: str = "", cell: str | None = None):
+        """Author a skill: the cell becomes NAME's SKILL.md (or NAME/PATH), validated at once.
+
+        A new skill goes to IPySkills.authoring_root (default ./skills). A file is only overwritten when this
+        session wrote it last or its text is unchanged; otherwise --force, which keeps the old file as .bak.
+        Bundled and read-only skills are never written.
+        """
+        args = parse(self.skill, line)
+        if cell is None:
+            raise UsageError("%%skill is a cell magic: put the file's text in the cell below %%skill NAME[/PATH]")
+        from .authoring import write_skill_file
+
+        outcome = self._call(write_skill_file, self, args.locator, cell, force=args.force)
+        return outcome
+
+    # ------------------------------------------------------------------ helpers used by authoring
+
+    def written_hash(self, path: Path) -> str | None:
+        return self._written.get(path)
+
+    def remember_write(self, path: Path, text: str) -> None:
+        self._written[path] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def apply_settings(registry, settings) -> None:
+    """Give the registry new settings; its default roots follow skill_dirs / default_roots / bundled_skills.
+
+    The registry computes its roots once, at construction; rebuilding them here is the one place the notebook
+    reaches into it (a registry built with explicit roots keeps them).
+    """
+    from ..core.discover import default_roots
+
+    old = registry.settings
+    registry.settings = settings
+    roots_changed = (old.skill_dirs, old.default_roots, old.bundled_skills) != (
+        settings.skill_dirs, settings.default_roots, settings.bundled_skills)
+    if roots_changed and not getattr(registry, "_explicit", True):
+        registry._base_roots = default_roots(settings)
+        registry.refresh()
+
+
+# ---------------------------------------------------------------------- tab completion
+
+_COMPLETED = {"%skill_load": "load", "%skill_run": "run", "%%skill_run": "run", "%skill": "author",
+              "%%skill": "author"}
+_VALUE_OPTIONS = {"--backend", "--timeout", "--memory", "-o", "--output"}
+_COMPLETION_CAP = 200
+
+
+def _positionals(words: list[str]) -> list[str]:
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in _VALUE_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            out.append(word)
+    return out
+
+
+def _files(reg, name: str) -> list[str]:
+    from ..core.resources import list_resources
+
+    meta = reg.get(name)
+    return list_resources(meta.path, cap=reg.settings.manifest_cap).files
+
+
+def _skill_completions(reg, line: str) -> list[str] | None:
+    """Completions for the word at the end of `line`, or None when the line is not one of our magics."""
+    words = line.split()
+    if not words or words[0] not in _COMPLETED:
+        return None
+    kind = _COMPLETED[words[0]]
+    done = _positionals(words[1:] if line[-1:].isspace() else words[1:-1])
+    word = "" if line[-1:].isspace() else words[-1]
+    if word.startswith("-") or (len(words) > 1 and not line[-1:].isspace() and words[-2] in _VALUE_OPTIONS):
+        return None
+    if not done:
+        if "/" in word and kind != "run":
+            name, _, prefix = word.partition("/")
+            return [f"{name}/{f}" for f in _files(reg, name) if f.startswith(prefix)]
+        return [n for n in reg.names() if n.startswith(word)]
+    if kind == "run" and len(done) == 1:
+        files = _files(reg, done[0])
+        scripts = [f for f in files if f.startswith("scripts/")] or files
+        return [f for f in scripts if f.startswith(word)]
+    return None
+
+
+def make_completer(magics):
+    """An IPython (v2 API) matcher bound to `magics`, so completion sees the same configured registry."""
+    from IPython.core.completer import SimpleCompletion, context_matcher
+
+    @context_matcher(identifier="ipyskills")
+    def complete_skill_line(context):
+        """IPython completer: skill names, `name/path` files, and a skill's scripts for our magics."""
+        line = context.text_until_cursor.split("\n")[-1]
+        try:
+            found = _skill_completions(magics.registry, line)
+        except (SkillError, OSError):
+            found = []
+        if found is None:
+            return {"completions": [], "suppress": False}
+        return {"completions": [SimpleCompletion(text=t, type="skill") for t in found[:_COMPLETION_CAP]],
+                "suppress": True}
+
+    return complete_skill_line
