@@ -1,5 +1,125 @@
-"""Placeholder until this command group is written."""
+"""`ipyskills sandbox build [--offline] | status [--json] | cleanup [--all] [--json]`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from . import add_json_option
 
 
 def register(subparsers) -> None:
-    pass
+    parser = subparsers.add_parser(
+        "sandbox", help="build, check and clean up the Docker sandbox",
+        description="Manage the Docker sandbox that runs skill scripts.",
+    )
+    sub = parser.add_subparsers(dest="sandbox_command", metavar="ACTION")
+    sub.required = True
+
+    build = sub.add_parser(
+        "build", help="build the sandbox image",
+        description="Build the sandbox image from the Dockerfile shipped with ipyskills. --offline needs no "
+        "registry: it debootstraps a minimal Debian root from the Debian archive (root and debootstrap "
+        "required), imports it and builds on it.",
+    )
+    build.add_argument("--offline", action="store_true", help="build without any image registry")
+    build.add_argument("--tag", help="image tag (default: the configured image)")
+    build.add_argument("--fresh-base", action="store_true",
+                       help="with --offline: debootstrap again even if a matching base image exists")
+    build.set_defaults(func=run_build)
+
+    status = sub.add_parser("status", help="is the engine up, is the image present and current",
+                            description="Report the Docker engine, the sandbox image and the backend "
+                            "`auto` would pick. Exit 1 when the Docker backend is not ready.")
+    add_json_option(status)
+    status.set_defaults(func=run_status)
+
+    cleanup = sub.add_parser("cleanup", help="remove leftover sandbox containers",
+                             description="Remove sandbox containers whose owning process is gone "
+                             "(or all sandbox containers with --all).")
+    cleanup.add_argument("--all", action="store_true", help="also remove containers of running processes")
+    add_json_option(cleanup)
+    cleanup.set_defaults(func=run_cleanup)
+
+
+def _image_tag(args) -> str:
+    from ..settings import Settings
+
+    return getattr(args, "tag", None) or Settings.from_env().image
+
+
+def run_build(args) -> int:
+    from ..sandbox.image import build_image
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    build_image(tag=_image_tag(args), offline=args.offline, log=log, fresh_base=args.fresh_base)
+    return 0
+
+
+def sandbox_status(image: str) -> dict:
+    """Engine, image and backend facts; never raises for a missing engine or image."""
+    from ..errors import SkillError
+    from ..sandbox.docker_backend import DockerBackend
+    from ..sandbox.docker_client import engine_endpoint, engine_errors
+    from ..sandbox.image import image_info
+
+    report = {"engine": False, "engine_version": None, "endpoint": None, "image": image,
+              "image_present": False, "image_current": None, "image_build": None,
+              "backend": "local", "message": ""}
+    try:
+        report["endpoint"] = engine_endpoint()[0] or "default (local socket)"
+    except SkillError as exc:  # a broken context store is reported, not raised
+        report["message"] = str(exc)
+        return report
+    backend = DockerBackend(image=image)
+    ready, reason = backend.readiness()
+    report["message"] = reason
+    try:
+        client = backend.probe_client()
+        report["engine_version"] = client.version().get("Version")
+        report["engine"] = True
+        info = image_info(client, image)
+    except (*engine_errors(), SkillError):
+        return report
+    if info:
+        report.update(image_present=True, image_current=info["current"], image_build=info["build"] or None,
+                      image_id=info["id"], image_size_mb=info["size_mb"])
+        if not info["current"]:
+            report["message"] += (". The image is older than the Dockerfile shipped with this ipyskills: "
+                                   "rebuild it with ipyskills sandbox build [--offline]")
+    report["backend"] = "docker" if ready else "local"
+    return report
+
+
+def run_status(args) -> int:
+    report = sandbox_status(_image_tag(args))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        engine = f"running ({report['engine_version']})" if report["engine"] else "not reachable"
+        print(f"engine:   {engine} at {report['endpoint']}")
+        if report["image_present"]:
+            freshness = "current" if report["image_current"] else "STALE (rebuild)"
+            print(f"image:    {report['image']} present, {report['image_build'] or 'unknown'} build, "
+                  f"{report.get('image_size_mb')} MB, {freshness}")
+        else:
+            print(f"image:    {report['image']} not present")
+        print(f"backend:  auto would use {report['backend']}")
+        if report["backend"] != "docker" or not report["image_current"]:
+            print(report["message"], file=sys.stderr)
+    return 0 if report["backend"] == "docker" else 1
+
+
+def run_cleanup(args) -> int:
+    from ..sandbox.docker_backend import cleanup
+
+    removed = cleanup(all_owners=args.all)
+    if args.json:
+        print(json.dumps({"removed": removed}))
+    elif removed:
+        print(f"removed {len(removed)} sandbox container(s): {' '.join(removed)}")
+    else:
+        print("no stray sandbox containers")
+    return 0

@@ -1,0 +1,235 @@
+"""Building the sandbox image, the normal way (FROM a registry image) or offline (debootstrap + import).
+
+Both builds use the one Dockerfile in `images/`; the image carries a label with a hash of the recipe
+(Dockerfile + package list) so `ipyskills sandbox status` can tell when it is stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import SandboxError
+from ..settings import DEFAULT_IMAGE
+
+IMAGES_DIR = Path(__file__).parent / "images"
+RECIPE_FILES = ("Dockerfile", "packages.txt")
+LABEL_RECIPE = "ipyskills.recipe-sha256"
+LABEL_BUILD = "ipyskills.build"  # "online" or "offline"
+ONLINE_BASE = "debian:bookworm-slim"
+SUITE = "bookworm"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+BASE_REPOSITORY = "ipyskills-base"  # the imported debootstrap root, tagged <suite>-<package hash>
+
+Log = Callable[[str], None]
+
+
+def packages() -> list[str]:
+    lines = (IMAGES_DIR / "packages.txt").read_text().splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def recipe_hash() -> str:
+    """sha256 over the files the image is built from; stored as a label on the image."""
+    digest = hashlib.sha256()
+    for name in RECIPE_FILES:
+        digest.update(name.encode() + b"\0" + (IMAGES_DIR / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def image_info(client, tag: str = DEFAULT_IMAGE) -> dict | None:
+    """What is known about the local image `tag`, or None when it is absent."""
+    import docker.errors
+
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    labels = image.labels or {}
+    return {
+        "id": image.short_id,
+        "recipe": labels.get(LABEL_RECIPE, ""),
+        "build": labels.get(LABEL_BUILD, ""),
+        "current": labels.get(LABEL_RECIPE) == recipe_hash(),
+        "size_mb": round((image.attrs.get("Size") or 0) / 1e6, 1),
+    }
+
+
+class _Stages:
+    """Prints numbered stages with the elapsed time, because an offline build takes minutes."""
+
+    def __init__(self, log: Log, total: int):
+        self.log, self.total, self.n, self.t0 = log, total, 0, time.monotonic()
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self.t0:5.0f}s"
+
+    def start(self, what: str) -> None:
+        self.n += 1
+        self.log(f"[{self.elapsed()}] stage {self.n}/{self.total}: {what}")
+
+    def note(self, what: str) -> None:
+        self.log(f"[{self.elapsed()}]   {what}")
+
+
+def build_image(tag: str = DEFAULT_IMAGE, offline: bool = False, client=None, log: Log = print,
+                mirror: str | None = None, fresh_base: bool = False) -> str:
+    """Build the sandbox image and tag it `tag`; returns the image id.
+
+    offline: no registry at all; debootstrap a minimal Debian root from `mirror` (default the Debian
+    archive, or $IPYSKILLS_DEBIAN_MIRROR), import it, build on it. The imported root is kept as
+    `ipyskills-base:<suite>-<hash>` and reused by the next offline build unless `fresh_base`.
+    """
+    from .docker_client import connect
+
+    client = client or connect(timeout=600)
+    stages = _Stages(log, 3 if offline else 1)
+    if offline:
+        base = _offline_base(client, stages, mirror or os.environ.get("IPYSKILLS_DEBIAN_MIRROR") or DEFAULT_MIRROR,
+                             fresh_base)
+    else:
+        base = ONLINE_BASE
+    stages.start(f"docker build {tag} FROM {base}")
+    image_id = _docker_build(client, tag, base, offline, stages)
+    stages.note(f"done: {tag} ({image_id[:19]})")
+    return image_id
+
+
+def _offline_base(client, stages: _Stages, mirror: str, fresh: bool) -> str:
+    import docker.errors
+
+    pkgs = packages()
+    recipe = f"{SUITE} minbase + apt-get --no-install-recommends {' '.join(pkgs)}"
+    base_tag = f"{BASE_REPOSITORY}:{SUITE}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
+    stages.start(f"minimal Debian {SUITE} root with {', '.join(pkgs)}")
+    if not fresh:
+        try:
+            client.images.get(base_tag)
+            stages.note(f"reusing {base_tag} (build with --fresh-base to redo it)")
+            stages.start("import: skipped")
+            return base_tag
+        except docker.errors.ImageNotFound:
+            pass
+    if shutil.which("debootstrap") is None:
+        raise SandboxError("the offline build needs debootstrap: install it (apt-get install debootstrap) "
+                           "and run `ipyskills sandbox build --offline` again")
+    if os.geteuid() != 0:
+        raise SandboxError("the offline build runs debootstrap, which needs root: run "
+                           "`sudo ipyskills sandbox build --offline` (or build without --offline)")
+    workdir = Path(tempfile.mkdtemp(prefix="ipyskills-rootfs-", dir="/var/tmp"))
+    root = workdir / "root"
+    try:
+        _debootstrap(root, pkgs, mirror, stages)
+        _trim(root)
+        stages.start(f"import the root as {base_tag}")
+        tarball = workdir / "root.tar"
+        subprocess.run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(tarball), "."], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stages.note(f"root tarball {tarball.stat().st_size / 1e6:.0f} MB")
+        repository, _, tag = base_tag.partition(":")
+        with open(tarball, "rb") as fh:
+            client.api.import_image_from_data(fh, repository=repository, tag=tag)
+        return base_tag
+    except subprocess.CalledProcessError as exc:
+        detail = (exc.stderr or b"").decode(errors="replace").strip()[-500:]
+        raise SandboxError(f"offline build failed in {exc.cmd[0]}: {detail}") from None
+    finally:
+        _remove_tree(workdir)
+        stages.note(f"removed {workdir}")
+
+
+def _debootstrap(root: Path, pkgs: list[str], mirror: str, stages: _Stages) -> None:
+    """A minbase root, then apt-get inside it: apt resolves alternatives and skips Recommends, where
+    debootstrap's own --include resolver drags in compilers and -dev packages (1.2 GB instead of ~0.4)."""
+    _stream(["debootstrap", "--variant=minbase", SUITE, str(root), mirror], stages,
+            f"debootstrap failed from {mirror}", "Check that the mirror is reachable or set "
+            "IPYSKILLS_DEBIAN_MIRROR to one that is.")
+    shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")  # apt inside the chroot needs DNS
+    apt = ["chroot", str(root), "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q"]
+    _stream([*apt, "update"], stages, "apt-get update in the new root failed", "")
+    _stream([*apt, "install", "-y", "--no-install-recommends", *pkgs], stages,
+            "apt-get install in the new root failed", "Check the package names in images/packages.txt.")
+    _stream([*apt, "clean"], stages, "apt-get clean failed", "")
+
+
+def _stream(cmd: list[str], stages: _Stages, failure: str, hint: str) -> None:
+    stages.note(" ".join(cmd))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    last_report, tail = time.monotonic(), []
+    for raw in proc.stdout:
+        line = raw.decode(errors="replace").rstrip()
+        tail = (tail + [line])[-20:]
+        # these tools print hundreds of lines; show one every 15 s so progress is visible but short
+        if time.monotonic() - last_report > 15 or line.startswith(("E:", "W: Failure")):
+            stages.note(line)
+            last_report = time.monotonic()
+    if proc.wait() != 0:
+        raise SandboxError(f"{failure} (exit {proc.returncode}): {' | '.join(tail[-5:])}. {hint}".rstrip())
+
+
+def _trim(root: Path) -> None:
+    """Drop package caches, docs and locales: they are not needed to run scripts."""
+    for rel in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
+                "usr/share/locale", "usr/share/info"):
+        target = root / rel
+        if target.is_dir():
+            for child in target.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+
+
+def _remove_tree(path: Path) -> None:
+    """Unmount whatever debootstrap left mounted inside `path` (proc, sys, ...) before deleting it."""
+    real = os.path.realpath(path)
+    try:
+        with open("/proc/mounts") as fh:
+            mounts = [line.split()[1] for line in fh]
+    except OSError:
+        mounts = []
+    for mnt in sorted((m for m in mounts if m.startswith(real + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mnt], check=False, stderr=subprocess.DEVNULL)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _docker_build(client, tag: str, base: str, offline: bool, stages: _Stages) -> str:
+    import docker.errors
+
+    with tempfile.TemporaryDirectory(prefix="ipyskills-build-") as ctx:
+        for name in RECIPE_FILES:
+            shutil.copy(IMAGES_DIR / name, Path(ctx) / name)
+        options = {"path": ctx, "tag": tag, "buildargs": {"BASE": base}, "rm": True, "forcerm": True,
+                   "decode": True,
+                   "labels": {LABEL_RECIPE: recipe_hash(), LABEL_BUILD: "offline" if offline else "online"}}
+        if offline:
+            options.update(pull=False, network_mode="none")  # proves nothing is fetched
+        image_id = ""
+        try:
+            for chunk in client.api.build(**options):
+                if "error" in chunk:
+                    raise SandboxError(_build_error(chunk["error"], offline))
+                line = (chunk.get("stream") or "").strip()
+                if line.startswith("Step "):
+                    stages.note(line)
+                aux = chunk.get("aux") or {}
+                image_id = aux.get("ID", image_id)
+        except docker.errors.APIError as exc:
+            raise SandboxError(_build_error(str(exc.explanation or exc), offline)) from None
+    if not image_id:
+        image_id = client.images.get(tag).id
+    return image_id
+
+
+def _build_error(message: str, offline: bool) -> str:
+    message = message.strip()
+    if offline:
+        return f"docker build of the sandbox image failed: {message}"
+    return (f"docker build of the sandbox image failed: {message}. If no registry is reachable, run "
+            "`ipyskills sandbox build --offline` (builds from the Debian archive, no registry).")
