@@ -411,7 +411,7 @@ def _quote_colon_values(text: str) -> tuple[str, list[str]]:
             nxt_indent = len(nxt) - len(nxt.lstrip(" "))
             if not nxt.strip() or nxt_indent <= indent or nxt.lstrip().startswith("#"):
                 break
-            parts.append(nxt.strip())
+            parts.append(re.sub(r"\s+#.*$", "", nxt).strip())
             i += 1
         out.append(f"{m['indent']}{m['key']}: {json.dumps(' '.join(parts), ensure_ascii=False)}")
         keys.append(m["key"])

@@ -138,6 +138,8 @@ def _check_name(frontmatter: dict, folder_name: str | None, written: dict) -> li
         return [_error("name-missing", "name", "Missing required field in frontmatter: name. Add "
                        f"'name: {folder_name or 'my-skill'}' (the folder's name).")]
     name = frontmatter["name"]
+    if name is None:
+        name = ""
     if not isinstance(name, str):
         return [_error("name-not-string", "name",
                        f"Field 'name' must be a string, but it is a {kind_of(name)}; "
@@ -191,6 +193,8 @@ def _check_description(frontmatter: dict, written: dict) -> list[Problem]:
                        "Missing required field in frontmatter: description. Add a description of what the "
                        "skill does and when to use it.")]
     text = frontmatter["description"]
+    if text is None:
+        text = ""
     if not isinstance(text, str):
         return [_error("description-not-string", "description",
                        f"Field 'description' must be a string, but it is a {kind_of(text)}; "
@@ -401,7 +405,7 @@ def _blank_body(parsed: ParsedSkillMd) -> bool:
 
 def _needs_strings(frontmatter: dict) -> bool:
     meta = frontmatter.get("metadata")
-    values = list(meta.values()) if isinstance(meta, dict) else []
+    values = [*meta.values(), *meta.keys()] if isinstance(meta, dict) else []
     values += [frontmatter.get(key) for key in ("name", "description", "compatibility")]
     return any(_is_scalar(v) and not isinstance(v, str) for v in values)
 
@@ -417,13 +421,13 @@ def _as_text(value, strings: dict | None, key: str) -> str | None:
 
 def _metadata_as_text(metadata: dict, strings: dict | None) -> dict:
     written = (strings or {}).get("metadata")
-    written = written if isinstance(written, dict) else {}
+    if isinstance(written, dict):  # keys and values exactly as typed (`on: yes` stays "on": "yes")
+        return written
     out = {}
     for key, value in metadata.items():
         if _is_scalar(value) and not isinstance(value, str):
-            text = written.get(str(key))
-            value = text if isinstance(text, str) else _scalar_text(value)
-        out[key if isinstance(key, str) else str(key)] = value
+            value = _scalar_text(value)
+        out[key if isinstance(key, str) else _scalar_text(key)] = value
     return out
 
 
