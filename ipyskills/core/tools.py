@@ -88,16 +88,17 @@ def _error(tool: str, kind: str, message: str) -> ToolResult:
     return ToolResult(tool=tool, text=f"Error: {message}", is_error=True, error=kind)
 
 
-def cap_text(text: str, cap: int = DEFAULT_OUTPUT_CAP) -> str:
+def cap_text(text: str, cap: int = DEFAULT_OUTPUT_CAP, *, result_cap: int | None = None) -> str:
     """`text` if it fits in `cap` characters, else its start and end around a mark saying how much was cut.
 
-    The result is never longer than `cap` (as long as `cap` leaves room for the mark itself).
+    The result is never longer than `cap` (as long as `cap` leaves room for the mark itself). The mark
+    names `result_cap` (default `cap`): the limit of the whole tool result when `text` is one part of it.
     """
     if len(text) <= cap:
         return text
     cut = len(text) - cap
     while True:  # the mark's length depends on the number in it; settle it in a step or two
-        mark = CUT_MARK.format(cut=cut, cap=cap)
+        mark = CUT_MARK.format(cut=cut, cap=cap if result_cap is None else result_cap)
         keep = max(cap - len(mark), 0)
         new_cut = len(text) - keep
         if new_cut == cut:
@@ -183,10 +184,11 @@ def schemas_for(names: list[str], format: str = "openai") -> list[dict]:
 
 # -------------------------------------------------------------------------------------------- arguments
 
-# tool -> {argument: (expected type, required)}
+# tool -> {argument: (expected type, required)}. script_path is checked later: the locator form
+# skill_name="name/scripts/x.py" may carry it instead.
 _SIGNATURES = {
     READ_SKILL: {"skill_name": (str, True), "file_path": (str, False)},
-    EXECUTE_SKILL_SCRIPT: {"skill_name": (str, True), "script_path": (str, True),
+    EXECUTE_SKILL_SCRIPT: {"skill_name": (str, True), "script_path": (str, False),
                            "args": (list, False), "input": (str, False)},
 }
 _EXAMPLES = {
@@ -226,7 +228,9 @@ def _parse_arguments(tool: str, arguments: Any) -> dict:
     checked = {}
     for key, (kind, required) in signature.items():
         value = arguments.get(key)
-        if value is None or (value == "" and not required):
+        if required and (value is None or (isinstance(value, str) and not value.strip())):
+            raise _BadArguments(f"{tool}: {key} is required. Example: {_EXAMPLES[tool]}")
+        if value is None or value == "":
             continue
         if not isinstance(value, kind) or isinstance(value, bool):
             want = "a string" if kind is str else "an array of strings"
@@ -292,8 +296,9 @@ def run_report(result, cap: int = DEFAULT_OUTPUT_CAP) -> str:
         if not text:
             body.append(f"<{tag}></{tag}>")
             continue
-        text = cap_text(text, size) if len(text) > size else text
-        body.append(f"<{tag}>\n{text}\n</{tag}>")
+        text = cap_text(text, size, result_cap=cap)
+        end = "" if text.endswith("\n") else "\n"
+        body.append(f"<{tag}>\n{text}{end}</{tag}>")
     return cap_text("\n".join(head + body + tail), cap)  # the frame alone can only overflow on absurd args
 
 
