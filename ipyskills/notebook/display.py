@@ -459,7 +459,8 @@ class SkillTable:
         text = [lead]
         rows = []
         for s in shown:
-            text.append(f"{_STATUS_MARK.get(s.status, '?')} {s.name:<{width}}  {shorten(s.description, 70)}")
+            text.append(f"{_STATUS_MARK.get(s.status, '?')} {s.name:<{width}}  {s.status:<8}  "
+                        f"{shorten(s.description, 64)}")
             rows.append(f"<tr><td><b>{esc(s.name)}</b></td><td>{esc(shorten(s.description, 300))}</td>"
                         f'<td><code title="{esc(s.path)}">{esc(s.root)}</code></td><td>{badge(s.status)}</td></tr>')
         html_ = (f"<p>{esc(lead)}</p><table><thead><tr><th>name</th><th>description</th><th>root</th>"
