@@ -429,7 +429,7 @@ class AgentView:
 
     def disable(self, name: str) -> None:
         """Hide a skill from the agent (catalog, enum and dispatcher)."""
-        self._known(name)
+        name = self._canonical(name)
         self._disabled.add(name)
         self._enabled.discard(name)
         if self.tracker:
@@ -437,15 +437,16 @@ class AgentView:
 
     def enable(self, name: str) -> None:
         """Show a skill again (also one whose author set disable-model-invocation). The allow-list still applies."""
-        self._known(name)
+        name = self._canonical(name)
         if self.allow is not None and name not in self.allow:
             raise ConfigError(f"skill {name!r} is not in this view's allow-list, so enabling it has no effect; "
                               "create the view with it in allow=[...]")
         self._disabled.discard(name)
         self._enabled.add(name)
 
-    def _known(self, name: str) -> None:
-        self.registry.get(name)  # raises SkillNotFound with the registry's own advice
+    def _canonical(self, name: str) -> str:
+        # The registry also finds a skill by its folder name; filters work on the skill's own name.
+        return self.registry.get(name).name  # SkillNotFound carries the registry's own advice
 
     # -- what the model is given
 

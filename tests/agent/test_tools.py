@@ -218,3 +218,14 @@ def test_cap_text_never_exceeds_the_cap_and_keeps_head_and_tail(text, cap):
 def test_output_cap_must_be_sane(reg):
     with pytest.raises(ConfigError, match="output_cap"):
         AgentView(reg, output_cap=10)
+
+
+def test_disable_by_folder_name_hides_a_skill_whose_name_differs(reg, skills_root, new_skill):
+    folder = new_skill(skills_root, "folder-name", "Name differs from folder.", "# X\n")
+    skill_md = folder / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace("name: folder-name", "name: other-name"))
+    reg.refresh()
+    view = AgentView(reg)
+    assert "other-name" in view.names()
+    view.disable("folder-name")
+    assert "other-name" not in view.names()
