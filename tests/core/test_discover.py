@@ -241,3 +241,21 @@ def test_many_skills_rescan_is_fast(tmp_path):
     warm = time.perf_counter() - t0
     assert disc.loads == 300
     assert warm < cold
+
+
+def test_bundled_skills_come_last(tmp_path, monkeypatch):
+    bundled = tmp_path / "bundled"
+    make_skill(bundled / "shared", description="bundled copy")
+    make_skill(bundled / "only-bundled")
+    make_skill(tmp_path / "conf" / "shared", description="configured copy")
+    monkeypatch.setattr(D, "bundled_skills_dir", lambda: bundled)
+    roots = D.default_roots(Settings(skill_dirs=(str(tmp_path / "conf"),), default_roots=False))
+    assert [(r.path, r.origin) for r in roots] == [(tmp_path / "conf", "configured"), (bundled, "bundled")]
+    r = Discovery().scan(roots)
+    assert {m.name: m.description for m in r.skills} == {"shared": "configured copy", "only-bundled": "Does a thing."}
+    assert D.default_roots(Settings(default_roots=False, bundled_skills=False)) == []
+
+
+def test_bundled_skills_dir_is_found():
+    found = D.bundled_skills_dir()
+    assert found is not None and found.is_dir() and found.name in ("skills", "_bundled_skills")
