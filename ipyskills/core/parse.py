@@ -161,7 +161,7 @@ def read_body(path: Path, body_offset: int, *, max_bytes: int | None = None) -> 
         raise SkillMdError("skill-md-unreadable", f"Cannot read {path}: {exc.strerror}.") from None
     if max_bytes is not None and len(raw) > max_bytes:
         raise SkillMdError(
-            "body-too-large",
+            "body-over-cap",
             f"The body of {path} is over {max_bytes} bytes; move material into files under references/.",
         )
     text = _decode(raw, first_line=None, what="body", path=path)

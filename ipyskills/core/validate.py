@@ -52,6 +52,67 @@ BYTES_PER_TOKEN = 4  # rough estimate, enough for advice
 LISTING_SCAN_CAP = 256 * 1024  # body bytes read to give advice when listing
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
+# Every `Problem.code` the parser and the validator produce. Codes are stable: tools may match on them.
+PROBLEM_CODES = {
+    # the path and the file
+    "path-missing": "the given path does not exist",
+    "path-unreadable": "the given path cannot be examined (permissions)",
+    "not-a-directory": "the path is a file other than SKILL.md",
+    "folder-unreadable": "the skill folder cannot be listed",
+    "skill-md-missing": "the folder has no SKILL.md",
+    "skill-md-name": "warning: the file is a lowercase skill.md",
+    "skill-md-not-file": "SKILL.md is not a regular file",
+    "skill-md-unreadable": "SKILL.md cannot be read",
+    "not-utf8": "the frontmatter (or, from read_body, the body) is not UTF-8",
+    "bom": "warning: the file starts with a UTF-8 byte order mark",
+    # frontmatter and YAML
+    "no-frontmatter": "the first line is not ---",
+    "frontmatter-unclosed": "no closing --- line",
+    "frontmatter-too-large": "the frontmatter is over FRONTMATTER_CAP bytes",
+    "frontmatter-empty": "nothing between the --- lines",
+    "frontmatter-not-mapping": "the YAML is a list or a scalar, not key: value lines",
+    "yaml-invalid": "the YAML does not parse",
+    "yaml-alias": "the YAML uses an alias (*name)",
+    "yaml-too-deep": "the YAML nests deeper than MAX_DEPTH",
+    "yaml-unquoted-colon": "warning: a value with an unquoted ': ' was read as a string (lenient only)",
+    "duplicate-key": "a key appears twice",
+    # fields (strict rules)
+    "unknown-field": "a top-level key the specification does not define",
+    "extension-field": "a known client-specific key (disable-model-invocation, version, ...)",
+    "name-missing": "no name",
+    "name-not-string": "name is a number, boolean, list, ...",
+    "name-empty": "name is empty",
+    "name-too-long": "name is over 64 characters",
+    "name-uppercase": "name has A-Z",
+    "name-hyphen-edge": "name starts or ends with -",
+    "name-double-hyphen": "name contains --",
+    "name-non-ascii": "name has characters outside ASCII",
+    "name-invalid-chars": "name has ASCII characters other than a-z, 0-9, -",
+    "name-mismatch": "name differs from the folder name",
+    "description-missing": "no description",
+    "description-not-string": "description is not a string",
+    "description-empty": "description is empty or blank",
+    "description-too-long": "description is over 1024 characters",
+    "compatibility-empty": "compatibility is present but empty",
+    "compatibility-not-string": "compatibility is not a string",
+    "compatibility-too-long": "compatibility is over 500 characters",
+    "license-not-string": "warning: license is not a string",
+    "metadata-not-mapping": "metadata is not a mapping",
+    "metadata-key-not-string": "a metadata key is not a string",
+    "metadata-value-not-string": "a metadata value is not a string",
+    "allowed-tools-not-string": "allowed-tools is not a string",
+    # body (advice, except encoding)
+    "body-not-utf8": "the body is not UTF-8",
+    "body-too-long": "warning: SKILL.md is over 500 lines",
+    "body-too-large": "warning: the body is over about 5000 tokens",
+    "body-empty": "warning: no Markdown after the frontmatter",
+    "body-over-cap": "read_body(max_bytes=...) refused a larger body",
+    # lenient loading
+    "name-from-folder": "warning: loaded under the folder name",
+    "skipped-no-description": "skipped by lenient loading: no usable description",
+    "invalid-skill": "any other InvalidSkill",
+}
+
 
 @dataclass
 class ValidationReport:
@@ -285,8 +346,10 @@ def validate_path(path: Path) -> ValidationReport:
     report = ValidationReport(given)
     try:
         exists = given.exists()
-    except OSError:
-        exists = False
+    except OSError as exc:
+        report.problems.append(_error("path-unreadable", None,
+                                      f"Cannot examine {given}: {exc.strerror or exc}; check permissions."))
+        return report
     if not exists:
         report.problems.append(_error("path-missing", None, f"Path does not exist: {given}"))
         return report

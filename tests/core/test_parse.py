@@ -10,7 +10,7 @@ import pytest
 
 from ipyskills.core import parse as P
 from ipyskills.core.parse import SkillMdError, find_skill_md, parse_skill_md, read_body
-from ipyskills.core.validate import load_meta, validate_path
+from ipyskills.core.validate import PROBLEM_CODES, load_meta, validate_path
 from ipyskills.errors import InvalidSkill
 
 GOOD = "name: my-skill\ndescription: A test skill\n"
@@ -27,11 +27,14 @@ def parse_error(tmp_path: Path, data: bytes, *, lenient: bool = True) -> SkillMd
     with pytest.raises(SkillMdError) as info:
         parse_bytes(tmp_path, data, lenient=lenient)
     assert isinstance(info.value, InvalidSkill)
+    assert info.value.problem.code in PROBLEM_CODES and str(info.value) == info.value.problem.message
     return info.value
 
 
 def codes(problems) -> list[str]:
-    return [p.code for p in problems]
+    found = [p.code for p in problems]
+    assert set(found) <= set(PROBLEM_CODES), "every code is documented in PROBLEM_CODES"
+    return found
 
 
 # --- skills-ref parser cases (tests/test_parser.py) ------------------------------------------------------
@@ -249,7 +252,7 @@ def test_read_body_cap(tmp_path):
     assert read_body(parsed.path, parsed.body_offset, max_bytes=100) == "x" * 100
     with pytest.raises(SkillMdError) as info:
         read_body(parsed.path, parsed.body_offset, max_bytes=99)
-    assert info.value.problem.code == "body-too-large"
+    assert info.value.problem.code == "body-over-cap"
 
 
 # --- encodings -----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ipyskills.core.model import SkillMeta
 from ipyskills.core.parse import parse_skill_md, read_body
-from ipyskills.core.validate import ValidationReport, load_meta, validate_path
+from ipyskills.core.validate import PROBLEM_CODES, ValidationReport, load_meta, validate_path
 from ipyskills.errors import SkillError
 
 # Bytes that look like a SKILL.md often enough to reach the YAML and body code, plus raw noise.
@@ -65,6 +65,7 @@ def test_parse_raises_only_skill_errors(data, lenient):
 def test_load_meta_never_raises(data):
     folder = _write(data)
     meta, problems = load_meta(folder, folder.parent)
+    assert {p.code for p in problems} <= set(PROBLEM_CODES)
     if meta is None:
         assert problems, "a skipped skill must say why"
     else:
@@ -77,7 +78,8 @@ def test_load_meta_never_raises(data):
 def test_validate_path_never_raises(data):
     report = validate_path(_write(data))
     assert isinstance(report, ValidationReport)
-    assert all(p.severity in ("error", "warning") and p.code and p.message for p in report.problems)
+    assert all(p.severity in ("error", "warning") and p.code in PROBLEM_CODES and p.message
+               for p in report.problems)
     report.to_dict()
 
 

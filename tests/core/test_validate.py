@@ -9,11 +9,19 @@ from __future__ import annotations
 import pytest
 
 from ipyskills.core.model import Problem
-from ipyskills.core.validate import ValidationReport, check_frontmatter, load_meta, validate_path
+from ipyskills.core.validate import (
+    PROBLEM_CODES,
+    ValidationReport,
+    check_frontmatter,
+    load_meta,
+    validate_path,
+)
 
 
 def codes(problems) -> list[str]:
-    return [p.code for p in problems]
+    found = [p.code for p in problems]
+    assert set(found) <= set(PROBLEM_CODES), "every code is documented in PROBLEM_CODES"
+    return found
 
 
 def fm(name="my-skill", description="A test skill", extra=""):
