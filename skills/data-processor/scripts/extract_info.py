@@ -11,17 +11,19 @@ import datetime
 import json
 import re
 import sys
-from decimal import Decimal
+from decimal import Context, Decimal
 
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_PER_TYPE = 100
+EXACT = Context(prec=80)  # enough digits for any number the patterns accept (30 + 30 + multiplier)
 TYPES = ("numbers", "dates", "percentages", "amounts", "emails", "urls")
 # Earlier kinds claim their text first, so "$1,200" is an amount and not also a number.
 CLAIM_ORDER = ("urls", "emails", "dates", "amounts", "percentages", "numbers")
 
 # A number: ASCII digits, optional thousands commas, optional decimals. The look-arounds keep it from
 # starting or ending inside a word or a longer number (so "v2", "3rd" and "1.2.3" are not numbers).
-NUM = r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
+# Runs of more than 30 digits are identifiers, not quantities; the bound also keeps matching linear.
+NUM = r"(?:[0-9]{1,3}(?:,[0-9]{3}){1,10}|[0-9]{1,30})(?:\.[0-9]{1,30})?"
 NUMBER_RE = re.compile(rf"(?<![0-9A-Za-z_.])-?{NUM}(?![0-9A-Za-z_])(?!\.[0-9])")
 
 MONTHS = {
@@ -272,7 +274,7 @@ def find_numbers(text):
 
 def as_number(literal, multiplier=1):
     """Exact decimal arithmetic, so 1.1 million is 1100000 and not 1100000.0000000002."""
-    value = Decimal(literal.replace(",", "")) * multiplier
+    value = EXACT.multiply(Decimal(literal.replace(",", "")), multiplier)
     if value == value.to_integral_value():
         return int(value)
     return float(value)
