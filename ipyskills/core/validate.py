@@ -470,7 +470,7 @@ def _needs_strings(frontmatter: dict) -> bool:
     meta = frontmatter.get("metadata")
     values = [*meta.values(), *meta.keys()] if isinstance(meta, dict) else []
     values += [frontmatter.get(key) for key in ("name", "description", "compatibility")]
-    return any(_is_scalar(v) and not isinstance(v, str) for v in values)
+    return any(_is_scalar(v) and v is not None and not isinstance(v, str) for v in values)
 
 
 def _as_text(value, strings: dict | None, key: str) -> str | None:
