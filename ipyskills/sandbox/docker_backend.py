@@ -133,7 +133,8 @@ class DockerBackend:
         }
         volumes = {}
         if copy:
-            tmpfs[WORKDIR] = f"rw,nosuid,nodev,size={skill_bytes * 2 + 1024**2},uid={UID},gid={UID},mode=0755"
+            # exec: a skill may run its own helper programs, as it can from a read-only mount
+            tmpfs[WORKDIR] = f"rw,exec,nosuid,nodev,size={skill_bytes * 2 + 1024**2},uid={UID},gid={UID},mode=0755"
         else:
             volumes[str(Path(request.skill_dir).resolve())] = {"bind": WORKDIR, "mode": "ro"}
         try:

@@ -1,0 +1,99 @@
+"""Docker fixtures: a ready backend (or a skip, or a failure under IPYSKILLS_REQUIRE_DOCKER=1), real skill
+folders on disk, and a check after every docker test that no sandbox container was left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+SKILL_MD = "---\nname: {name}\ndescription: A skill used by the Docker sandbox tests.\n---\nBody.\n"
+
+
+def _require_docker() -> bool:
+    return os.environ.get("IPYSKILLS_REQUIRE_DOCKER") == "1"
+
+
+@pytest.fixture(scope="session")
+def docker_backend():
+    from ipyskills.sandbox.docker_backend import DockerBackend
+
+    backend = DockerBackend()
+    ready, reason = backend.readiness()
+    if not ready:
+        if _require_docker():
+            pytest.fail(f"IPYSKILLS_REQUIRE_DOCKER=1 but the Docker backend is not ready: {reason}")
+        pytest.skip(f"Docker backend not ready: {reason}")
+    return backend
+
+
+@pytest.fixture(autouse=True)
+def no_container_left(request):
+    """Every docker test must leave no container labelled by this process."""
+    yield
+    if request.node.get_closest_marker("docker") is None or "docker_backend" not in request.fixturenames:
+        return
+    from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID
+
+    client = request.getfixturevalue("docker_backend").client()
+    left = client.containers.list(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
+    for container in left:  # remove them so one failure does not cascade into the next tests
+        container.remove(force=True)
+    assert not left, f"sandbox containers left behind: {[c.short_id for c in left]}"
+
+
+class SkillMaker:
+    """Writes skill folders under a world-readable temp dir (uid 1000 in the container must read them)."""
+
+    def __init__(self):
+        self.made: list[Path] = []
+
+    def __call__(self, files: dict[str, str | bytes], name: str = "sandbox-test") -> Path:
+        base = Path(tempfile.mkdtemp(prefix="ipyskills-docker-test-"))
+        os.chmod(base, 0o755)
+        self.made.append(base)
+        skill = base / name
+        skill.mkdir(mode=0o755)
+        (skill / "SKILL.md").write_text(SKILL_MD.format(name=name))
+        for rel, content in files.items():
+            path = skill / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, str):
+                path.write_text(content)
+            else:
+                path.write_bytes(content)
+            os.chmod(path.parent, 0o755)
+            os.chmod(path, 0o755 if rel.endswith(".sh") else 0o644)
+        return skill
+
+    def cleanup(self) -> None:
+        for base in self.made:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def skill_maker():
+    maker = SkillMaker()
+    yield maker
+    maker.cleanup()
+
+
+@pytest.fixture
+def run_in_docker(docker_backend, skill_maker):
+    """`run_in_docker({"scripts/x.py": src}, "scripts/x.py", stdin=b"", transfer="auto", **limits)`."""
+    from ipyskills.sandbox.docker_backend import DockerBackend
+    from ipyskills.sandbox.policy import Limits
+    from ipyskills.sandbox.runner import RunRequest
+
+    def run(files, script, *, args=(), stdin=b"", env=None, transfer="auto", skill=None, **limits):
+        folder = skill or skill_maker(files)
+        backend = docker_backend if transfer == "auto" else DockerBackend(
+            image=docker_backend.image, client=docker_backend.client(), skill_transfer=transfer)
+        request = RunRequest(skill_name=folder.name, skill_dir=folder, script=script, args=list(args),
+                             stdin=stdin, limits=Limits(**limits), env=dict(env or {}))
+        return backend.run(request)
+
+    return run
