@@ -525,7 +525,7 @@ class AgentView:
         if isinstance(located, ToolResult):
             return located
         name, path = located
-        activation = path is None or path.strip("/") in ("SKILL.md", "skill.md")
+        activation = path is None or path in ("SKILL.md", "skill.md", "./SKILL.md", "./skill.md")
         if activation and self.tracker and self.tracker.is_active(name):
             return ToolResult(READ_SKILL, already_active_note(name))
         locator = name if path is None else f"{name}/{path}"
@@ -579,7 +579,7 @@ class AgentView:
 def _guard_message(where: str, exc: GuardBlocked) -> str:
     blocking = [f for f in exc.findings if getattr(f, "severity", "block") == "block"]
     if blocking:
-        detail = "; ".join(f"line {f.line}: rule {f.rule}: {f.message}" for f in blocking)
+        detail = "; ".join(f"line {f.line}: rule {f.rule}: {f.message.rstrip('. ')}" for f in blocking)
     else:
         detail = str(exc)
     return (f"{where!r} was not run: the static safety guard blocked it ({detail}). You cannot override "
