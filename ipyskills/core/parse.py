@@ -311,7 +311,7 @@ def _load_yaml(text: str, loader_cls) -> tuple[object, list[Problem]]:
     except _YamlFailure:
         raise
     except yaml.MarkedYAMLError as exc:
-        raise _YamlFailure(_yaml_error(exc)) from None
+        raise _YamlFailure(_yaml_error(exc, text)) from None
     except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as exc:
         # Constructors raise ValueError for impossible dates (2024-13-01), TypeError for unhashable keys.
         raise _YamlFailure(SkillMdError(
@@ -321,7 +321,7 @@ def _load_yaml(text: str, loader_cls) -> tuple[object, list[Problem]]:
         loader.dispose()
 
 
-def _yaml_error(exc: yaml.MarkedYAMLError) -> SkillMdError:
+def _yaml_error(exc: yaml.MarkedYAMLError, text: str) -> SkillMdError:
     mark = exc.problem_mark or exc.context_mark
     what = exc.problem or exc.context or "cannot be parsed"
     where = f" at line {mark.line + 2}, column {mark.column + 1} of SKILL.md" if mark else ""
@@ -329,7 +329,21 @@ def _yaml_error(exc: yaml.MarkedYAMLError) -> SkillMdError:
         "yaml-invalid",
         f"Invalid YAML in frontmatter{where}: {what}. Check the indentation, and quote values that "
         "contain ': ' or start with a special character.",
+        _top_level_key(text, (exc.context_mark or mark).line) if mark else None,  # where the value began
     )
+
+
+_TOP_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.-]*) *:")
+
+
+def _top_level_key(text: str, line: int) -> str | None:
+    """The top-level key whose value holds `line` (0-based), for the problem's `field`."""
+    lines = text.split("\n")
+    for candidate in reversed(lines[: line + 1]):
+        m = _TOP_KEY.match(candidate)
+        if m:
+            return m[1]
+    return None
 
 
 def _inspect(root) -> list[Problem]:

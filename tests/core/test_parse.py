@@ -62,7 +62,7 @@ def test_p3_unclosed_frontmatter(tmp_path):
 @pytest.mark.parametrize("lenient", [True, False])
 def test_p4_invalid_yaml(tmp_path, lenient):
     err = parse_error(tmp_path, b"---\nname: [invalid\ndescription: broken\n---\nBody\n", lenient=lenient)
-    assert err.problem.code == "yaml-invalid"
+    assert (err.problem.code, err.problem.field) == ("yaml-invalid", "name")
     assert "Invalid YAML" in str(err) and "line " in str(err)
 
 
@@ -376,6 +376,7 @@ def test_unquoted_colon_retry_in_lenient_mode(tmp_path):
 def test_unquoted_colon_is_an_error_in_strict_mode(tmp_path):
     err = parse_error(tmp_path, COLON, lenient=False)
     assert err.problem.code == "yaml-invalid" and "line 3" in str(err)
+    assert err.problem.field == "description"
 
 
 def test_unquoted_colon_multiline_value_and_block_scalar_untouched(tmp_path):
