@@ -76,12 +76,15 @@ def workdir(tmp_path, monkeypatch):
 def ip(workdir):
     """InteractiveShell.instance() with the extension loaded; bundled skills off so the catalog is ours."""
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
     import ipyskills
 
     ipyskills._default_registry = None
-    shell = InteractiveShell.instance()
-    shell.config.IPySkills.bundled_skills = False
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    config.IPySkills.bundled_skills = False
+    shell = InteractiveShell.instance(config=config)
     shell.run_line_magic("load_ext", "ipyskills")
     yield shell
     if "ipyskills" in shell.extension_manager.loaded:

@@ -37,7 +37,11 @@ def test_ipython_config_reaches_the_magics(workdir):
     from ipyskills.notebook.extension import _loaded
 
     ipyskills._default_registry = None
-    shell = InteractiveShell.instance()
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    shell = InteractiveShell.instance(config=config)
     try:
         shell.config.IPySkills.timeout = 12.5
         shell.config.IPySkills.bundled_skills = False
