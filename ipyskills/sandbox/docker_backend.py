@@ -249,6 +249,7 @@ class _StreamReader:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                self._flush()  # what the script printed before the timeout is kept
                 return False
             pending = getattr(raw, "pending", lambda: 0)()  # TLS may hold decrypted bytes select cannot see
             ready = pending or select.select([raw], [], [], min(remaining, 1.0))[0]

@@ -193,7 +193,8 @@ def test_classic_shell_fork_bomb_ends(run_in_docker):
     result = run_in_docker({"bomb.sh": "#!/bin/bash\nbomb() { bomb | bomb & }; bomb; wait\n"}, "bomb.sh",
                            timeout=5)
     assert time.monotonic() - started < 20
-    assert result.timed_out  # `wait` never returns while the bomb respawns; the host-side timeout ends it
+    assert "fork: retry: Resource temporarily unavailable" in result.stderr  # the pids limit bit
+    # bash returns once its own children end; the launcher then kills what the bomb left running
     assert subprocess.run(["true"], check=False).returncode == 0  # the host can still start processes
 
 
