@@ -300,12 +300,13 @@ def nice_ticks(low, high, count=5):
     ticks = []
     tick = start
     while tick < high + step * 0.999:
-        ticks.append(round(tick, 10))
+        ticks.append(round(float(tick), 10))
         tick += step
     return ticks
 
 
 def tick_text(value):
+    value = float(value)
     if value.is_integer():
         return f"{int(value):,}"
     return f"{value:,.6g}"
