@@ -4,7 +4,7 @@ Python is checked on its syntax tree, shell on tokens (quotes, comments, continu
 command substitutions understood), JavaScript on its code with comments and strings set aside. The rules
 and name lists are data in `guard_rules`. Findings are `block` (destructive or escape attempts) or `warn`.
 
-Public: `check_file`, `check_source`, `check_args`, `GuardReport`, `detect_language`.
+Public: `check_file`, `check_source`, `check_args`, `GuardReport`, `detect_language`, `script_files`.
 """
 
 from __future__ import annotations
@@ -45,12 +45,14 @@ class GuardReport:
 # --- entry points -------------------------------------------------------------------------------------------
 
 
-def check_file(path: Path | str, display_path: str | None = None) -> GuardReport:
-    """Check one script file; the language comes from its extension, else its shebang line.
+def check_file(path: Path | str, display_path: str | None = None, language: str | None = None) -> GuardReport:
+    """Check one script file; the language comes from its extension, else its shebang line (or `language`).
 
     Never raises for a bad file: an unreadable, binary, non-UTF-8 or oversized file gives a `warn`
     finding on line 0 (the file as a whole) and whatever could be checked.
     """
+    if language is not None and language not in R.LANGUAGES:
+        raise ConfigError(f"guard language must be one of {', '.join(R.LANGUAGES)}, got {language!r}")
     path = Path(path)
     shown = str(path) if display_path is None else display_path
     try:
@@ -72,7 +74,7 @@ def check_file(path: Path | str, display_path: str | None = None) -> GuardReport
         text = data.decode("utf-8", "replace")
         hits.append(("guard-encoding", 0, f"invalid UTF-8 at byte {exc.start}"))
     text = text.lstrip("\ufeff")
-    hits.extend(_check_text(text, detect_language(path, text)))
+    hits.extend(_check_text(text, language or detect_language(path, text)))
     return GuardReport(shown, _finalize(hits, shown))
 
 
@@ -118,6 +120,30 @@ def detect_language(path: Path | str, text: str = "") -> str:
         return "other"
     program = re.sub(r"[\d.]+$", "", PurePosixPath(words[0]).name)
     return R.SHEBANG_LANGUAGE.get(program, "other")
+
+
+def script_files(folder: Path | str) -> list[Path]:
+    """The scripts inside a folder, sorted: files with a script extension, or no extension and a shebang.
+    VCS, cache and environment folders are skipped."""
+    found = []
+    for path in sorted(Path(folder).rglob("*")):
+        if _SKIP_DIRS & set(path.parts) or not path.is_file():
+            continue
+        suffix = path.suffix.lower()
+        if suffix in R.EXTENSION_LANGUAGE:
+            found.append(path)
+        elif not suffix:
+            try:
+                with open(path, "rb") as fh:
+                    if fh.read(2) == b"#!":
+                        found.append(path)
+            except OSError:
+                continue
+    return found
+
+
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
+                        ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache", ".tox"})
 
 
 # --- shared helpers -----------------------------------------------------------------------------------------
@@ -197,14 +223,18 @@ class _PythonChecker(ast.NodeVisitor):
         self.bound: set[str] = set()
         self.tainted: set[str] = set()
         self.endless_loops = 0
-        self._collect_names(tree)
-        self._collect_taint(tree)
+        self._collect_taint(self._collect(tree))
 
     # -- name resolution --
 
-    def _collect_names(self, tree):
+    def _collect(self, tree):
+        """One pass over the tree: imports and aliases, names bound locally, and assignments (for taint)."""
+        assignments = []
         for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
+            if isinstance(node, ast.Name):
+                if not isinstance(node.ctx, ast.Load):
+                    self.bound.add(node.id)
+            elif isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
                         self.aliases[a.asname] = a.name
@@ -221,29 +251,29 @@ class _PythonChecker(ast.NodeVisitor):
                 self.bound.add(node.name)
             elif isinstance(node, ast.arg):
                 self.bound.add(node.arg)
-            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                self.bound.add(node.id)
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 self.bound.add(node.name)
+            if isinstance(node, ast.Assign):
+                assignments.append((node.targets, node.value))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+                assignments.append(([node.target], node.value))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                assignments.append(([node.target], node.iter))
+        return assignments
 
-    def _collect_taint(self, tree):
+    def _collect_taint(self, assignments):
         """Names assigned (directly or through other such names) from input, argv or the environment."""
-        for _ in range(3):
-            before = len(self.tainted)
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Assign):
-                    targets, value = node.targets, node.value
-                elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
-                    targets, value = [node.target], node.value
-                elif isinstance(node, (ast.For, ast.AsyncFor)):
-                    targets, value = [node.target], node.iter
-                else:
-                    continue
-                if value is not None and self._from_input(value):
+        for _ in range(3):  # a few rounds follow short chains (a = input(); b = a.strip()) at linear cost
+            remaining = []
+            for targets, value in assignments:
+                if self._from_input(value):
                     for target in targets:
                         self.tainted.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-            if len(self.tainted) == before:
+                else:
+                    remaining.append((targets, value))
+            if len(remaining) == len(assignments):
                 break
+            assignments = remaining
 
     def qualname(self, node) -> str | None:
         """Dotted name a node refers to (`o.system` after `import os as o` -> 'os.system'), else None."""
@@ -575,6 +605,7 @@ _OPERATORS = sorted(["&>>", ";;&", "<<<", "&&", "||", "|&", ";;", ";&", "<<", ">
 _REDIRECTS = frozenset({"<", ">", ">>", "<>", ">|", "&>", "&>>", ">&", "<&", "<<", "<<<"})
 _HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^\s;&|<>()]+))")
 _SUB_TOKEN = re.compile(r"__IPYSUB(\d+)__")
+_PLAIN_TOKEN = re.compile(r"[();<>|&]+|[^\s();<>|&]+")
 _HEREDOC_TOKEN = re.compile(r"^__IPYSHD(\d+)__$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _INPUT_EXPANSION = re.compile(r"\$(\{)?([1-9@*]|[A-Za-z_][A-Za-z0-9_]*)")
@@ -813,13 +844,16 @@ class _ShellChecker:
     # -- parsing tokens into commands --
 
     def _parse(self, line: int, code: str):
-        lexer = shlex.shlex(code, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        try:
-            tokens = list(lexer)
-        except ValueError:  # an unclosed quote at the end of the file
-            tokens = code.split()
+        if "'" in code or '"' in code or "\\" in code:
+            lexer = shlex.shlex(code, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            lexer.commenters = ""
+            try:
+                tokens = list(lexer)
+            except ValueError:  # an unclosed quote at the end of the file
+                tokens = code.split()
+        else:  # no quoting: the same split as shlex's, much faster
+            tokens = _PLAIN_TOKEN.findall(code)
         cmd = self._new_command(line, 0)
         target_of = None
         for tok in tokens:
