@@ -296,15 +296,19 @@ class _Run:
             pass
 
     def kill(self) -> None:
-        """SIGKILL the namespace's first process (the kernel then kills the whole pid namespace) and the
-        process group, then wait until they are gone."""
+        """Stop everything the run started and wait until it is gone.
+
+        SIGKILL to the reaper (pid 1 of the run's pid namespace) makes the kernel kill every process in
+        the namespace; the helper stays alive to collect the reaper, so nothing is left as a zombie for
+        the host's init. Then SIGKILL to the process group catches whatever ran outside a namespace."""
         proc = self.proc
         if proc is None:
             return
         if proc.poll() is None and self.child_pid:
             try:
                 os.kill(self.child_pid, signal.SIGKILL)
-            except OSError:
+                proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill_group()
         try:

@@ -7,10 +7,12 @@ Steps, each attempted and reported, never assumed:
 1. new namespaces: network (no interfaces but a down loopback) and pid (so every process the script starts
    dies with it), plus a user namespace when we are not root (that is what lets an unprivileged user create
    the other two). Kernels or containers that forbid this get a report saying so, and the run goes on.
-2. fork: the child becomes pid 1 of the new pid namespace; this process waits and mirrors its exit status.
-3. in the child: drop to the unprivileged uid (when root), rlimits, no-new-privileges, parent-death signal,
-   then write one JSON line saying what was enforced to the status pipe, and exec. The status pipe is
-   close-on-exec, so the host sees EOF exactly when the script starts.
+2. fork a reaper: pid 1 of the new pid namespace (like `docker run --init`). It drops to the unprivileged
+   uid (when root), sets rlimits, no-new-privileges and a parent-death signal, forks the script, reaps
+   orphans and exits with the script's status (128 + signal when a signal killed it). When it exits, the
+   kernel kills everything left in the namespace. This process waits for it and exits the same way.
+3. the script process writes one JSON line saying what was enforced to the status pipe and execs. The
+   status pipe is close-on-exec, so the host sees EOF exactly when the script starts.
 """
 
 import ctypes
@@ -98,22 +100,64 @@ def confine_child(spec, report):
             failed.append(name)
     report["rlimits_failed"] = failed
     report["no_new_privs"] = _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-    # Set after the uid change (which clears it): if the waiting parent dies, so does the script.
+    # Set after the uid change (which clears it): if the waiting parent dies, so does everything below.
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def mirror_exit(status):
-    """Leave this process the way the child left, so the host sees the script's own status."""
+def exit_status(status):
+    """A wait status as a shell would report it: the exit code, or 128 + the signal that killed it."""
     if os.WIFEXITED(status):
-        os._exit(os.WEXITSTATUS(status))
-    sig = os.WTERMSIG(status)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        return os.WEXITSTATUS(status)
+    return 128 + os.WTERMSIG(status)
+
+
+def let_go_of_pipes():
+    """Point 0, 1 and 2 at /dev/null, so the host sees EOF (and its stdin writer a closed pipe) only
+    through the script itself."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def start_script(spec, report, program):
+    """In the forked script process: write the report, then exec. Never returns."""
+    status_fd = spec["status_fd"]
     try:
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    except (OSError, ValueError):
-        pass
-    os._exit(128 + sig)
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # fork cleared it
+        exe = spec["exe"]
+        fallback = spec.get("exe_fallback")
+        if fallback and not os.access(exe, os.X_OK):
+            # The host's interpreter lives where the unprivileged user cannot reach (e.g. under /root).
+            report["exe_fallback"] = exe = program[0] = fallback
+        os.write(status_fd, b"report " + json.dumps(report).encode() + b"\n")
+        os.execve(exe, program, dict(os.environ))
+    except BaseException as exc:  # noqa: BLE001 - anything here must reach the host as text
+        message = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        os.write(status_fd, b"error " + json.dumps(message).encode() + b"\n")
+    os._exit(127)
+
+
+def reap(spec, report, program):
+    """The first process of the pid namespace, like `docker run --init`: confine, start the script, reap
+    orphans until the script ends, exit with its status (the kernel then kills whatever is left)."""
+    try:
+        confine_child(spec, report)
+        script = os.fork()
+    except BaseException as exc:  # noqa: BLE001
+        os.write(spec["status_fd"], b"error " + json.dumps(str(exc)).encode() + b"\n")
+        os._exit(127)
+    if script == 0:
+        start_script(spec, report, program)
+    os.close(spec["status_fd"])
+    let_go_of_pipes()
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(127)
+        if pid == script:
+            os._exit(exit_status(status))
 
 
 def main(argv):
@@ -127,34 +171,17 @@ def main(argv):
 
     child = os.fork()
     if child == 0:
-        try:
-            confine_child(spec, report)
-            exe = spec["exe"]
-            fallback = spec.get("exe_fallback")
-            if fallback and not os.access(exe, os.X_OK):
-                # The host's interpreter lives where the unprivileged user cannot reach (e.g. under /root).
-                report["exe_fallback"] = exe = program[0] = fallback
-            os.write(status_fd, b"report " + json.dumps(report).encode() + b"\n")
-            os.execve(exe, program, dict(os.environ))
-        except BaseException as exc:  # noqa: BLE001 - anything here must reach the host as text
-            message = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            os.write(status_fd, b"error " + json.dumps(message).encode() + b"\n")
-        os._exit(127)
-
+        reap(spec, report, program)
     os.write(status_fd, b"child %d\n" % child)
     os.close(status_fd)
-    # Let go of the pipes so the host sees EOF (and a writer sees a closed stdin) only through the script.
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
+    let_go_of_pipes()
     while True:
         try:
             _, status = os.waitpid(child, 0)
             break
         except ChildProcessError:
             os._exit(127)
-    mirror_exit(status)
+    os._exit(exit_status(status))
 
 
 if __name__ == "__main__":
