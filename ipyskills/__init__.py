@@ -45,3 +45,10 @@ def unload_ipython_extension(ip) -> None:
     from .notebook.extension import unload_ipython_extension as unload
 
     unload(ip)
+
+
+def browse(registry=None):
+    """The skill browser widget (ipywidgets) over `registry`, default the process-wide one."""
+    from .notebook.browser import browse as make
+
+    return make(registry)

@@ -46,6 +46,10 @@ def wrap(inner: str) -> str:
     return f'{_CSS}<div class="ipyskills">{inner}</div>'
 
 
+def status_mark(status: str) -> str:
+    return _STATUS_MARK.get(status, "?")
+
+
 def badge(status: str) -> str:
     colour = _STATUS_COLOUR.get(status, "#6e7781")
     return (f'<span style="color:{colour};font-weight:600" title="{esc(status)}">'

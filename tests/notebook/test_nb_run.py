@@ -118,3 +118,14 @@ def test_ctrl_c_stops_the_run_and_leaves_no_process(ip):
     while _processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(token) == []
+
+
+def test_guard_block_is_one_line_and_no_guard_runs(ip, workdir, cell):
+    script = workdir / "skills" / "hello" / "scripts" / "evil.py"
+    script.write_text("import sys\nprint(eval(sys.argv[1]))\n")
+    with pytest.raises(MagicError, match="py-eval"):
+        ip.run_line_magic("skill_run", "--backend local hello scripts/evil.py 1+1")
+    _, out = cell("%skill_run --backend local hello scripts/evil.py 1+1")
+    assert "GuardBlocked" in out and "Traceback" not in out
+    result = ip.run_line_magic("skill_run", "--backend local --no-guard hello scripts/evil.py 1+1")
+    assert result.stdout.strip() == "2"
