@@ -73,9 +73,15 @@ class LocalBackend:
         if os.name != "posix":
             raise SandboxError("the local backend needs Linux or macOS; on Windows use the Docker backend")
         argv = request.argv
-        work = Path(tempfile.mkdtemp(prefix="ipyskills-local-"))
+        try:
+            work = Path(tempfile.mkdtemp(prefix="ipyskills-local-"))
+        except OSError as exc:
+            raise SandboxError(f"the local backend could not create its run folder: {exc}; "
+                               "check that the temp dir (TMPDIR) exists and has free space") from None
         try:
             return _Run(request, argv, work).execute()
+        except OSError as exc:
+            raise SandboxError(f"the local backend could not prepare the run: {exc}") from None
         finally:
             remove_tree(work)
 
@@ -100,6 +106,7 @@ class _Run:
         self.stderr_tail = b""
         self.started = time.monotonic()
         self.dropped: list[str] = []
+        self.user_error = ""
 
     # -- preparation -------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -113,8 +120,14 @@ class _Run:
             )
         for folder in (self.home, self.tmp, self.out):
             folder.mkdir(mode=0o700)
-            if self.uid is not None:
-                os.chown(folder, self.uid, self.gid)
+        if self.uid is not None:
+            try:
+                for folder in (self.home, self.tmp, self.out):
+                    os.chown(folder, self.uid, self.gid)
+            except OSError as exc:
+                # e.g. root inside a user namespace where uid 65534 is not mapped: run unswitched, and say so
+                self.user_error = f"uid {self.uid} is not usable here: {exc.strerror}"
+                self.uid = self.gid = None
         if self.uid is not None:
             os.chmod(self.work, 0o711)  # the run's user may pass through, not list
 
@@ -347,12 +360,16 @@ class _Run:
         r = self.report
         if r is None:
             return "local: NOT isolated: the sandbox helper did not report what it enforced"
-        held, missing = ["local: read-only copy of the skill"], []
+        switched = self.uid is not None and r.get("uid") == self.uid
+        # Read-only holds only against another uid: an owner can chmod, root ignores mode bits.
+        held = ["local: read-only copy of the skill" if switched else "local: throw-away copy of the skill"]
+        missing = []
         if r.get("uid", 0) == 0:
             held.append("uid 0 (root)")
-            missing.append("user: still root" + (f" (could not switch: {r['user_error']})"
-                                                  if r.get("user_error") else ""))
-        elif self.uid is not None and r.get("uid") == self.uid:
+            reason = r.get("user_error") or self.user_error
+            missing.append("user: still root" + (f" (could not switch: {reason})" if reason else ""))
+            missing.append("nproc may not hold for root")
+        elif switched:
             held.append(f"uid {r['uid']} ({UNPRIVILEGED_USER})")
         else:
             held.append(f"runs as the current user (uid {r.get('uid')})")
@@ -386,7 +403,7 @@ class _Run:
             held.append("processes: pid namespace, all killed at the end")
         else:
             missing.append("processes that leave the process group may outlive the run")
-        if r.get("uid") == self.uid and self.uid is not None:
+        if switched:
             missing.append("filesystem reads (wherever uid 65534 may read)")
             missing.append("writes to world-writable places (/tmp, /dev/shm)")
         else:

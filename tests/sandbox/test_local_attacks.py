@@ -8,8 +8,10 @@ line first and asserts the behaviour that line promises, so a line that over-cla
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
+import sys
 import textwrap
 import threading
 import time
@@ -200,6 +202,7 @@ def test_runs_unprivileged_when_the_parent_is_root(make_skill):
     lines = result.stdout.splitlines()
     if AS_ROOT:
         assert lines[0] == "65534 65534 65534 []" and "uid 65534 (nobody)" in result.isolation
+        assert result.isolation.startswith("local: read-only copy of the skill")
     else:
         assert lines[0].split()[0] == str(os.getuid()) and "runs as the current user" in result.isolation
     assert lines[1:] == ["0000000000000000", "1", "setuid denied"]
@@ -394,6 +397,22 @@ def test_file_size_limit_stops_big_writes(make_skill):
     assert "fsize 8 MiB" in result.isolation
 
 
+def test_open_file_limit_holds(make_skill):
+    skill = make_skill({"scripts/fds.py": textwrap.dedent("""
+        import os
+        held = []
+        try:
+            while True:
+                held.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError as exc:
+            print(len(held), exc.errno)
+    """)})
+    result = run(skill, "scripts/fds.py")
+    count, err = result.stdout.split()
+    assert 240 < int(count) < 256 and err == "24"  # EMFILE
+    assert "nofile 256" in result.isolation
+
+
 def test_over_cap_artifact_is_listed_without_data(make_skill):
     skill = make_skill({"scripts/out.py": textwrap.dedent("""
         import os
@@ -442,3 +461,72 @@ def test_no_temporary_folder_survives_a_mixed_batch(make_skill, run_dirs):
     for _ in range(3):
         assert run(skill, "scripts/a.py").exit_code == 0
     assert run_dirs.made and run_dirs.left_behind() == []
+
+
+# -- other machines: an ordinary user (Binder), and a kernel that refuses namespaces ---------------------
+
+DRIVER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from ipyskills.sandbox.local_backend import LocalBackend
+    from ipyskills.sandbox.runner import RunRequest
+    request = RunRequest(skill_name="attack", skill_dir=Path(sys.argv[1]), script="scripts/probe.py",
+                         args=[sys.argv[2]])
+    result = LocalBackend().run(request)
+    print(json.dumps({"stdout": result.stdout, "stderr": result.stderr, "isolation": result.isolation}))
+""")
+
+PROBE = CONNECT + textwrap.dedent("""
+    import os
+    print("uid", os.getuid())
+""")
+
+
+def drive(prefix: list[str], skill: Path, port: int, **popen) -> dict:
+    """Run the backend in another process (as another user, or under a stricter kernel policy)."""
+    import json
+    import subprocess
+
+    done = subprocess.run([*prefix, "-c", DRIVER, str(skill), str(port)], capture_output=True, text=True, check=False,
+                          timeout=60, **popen)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="needs root to start the backend as an ordinary user")
+def test_as_an_ordinary_user_namespaces_still_block_the_network(make_skill, listener):
+    port, seen = listener
+    skill = make_skill({"scripts/probe.py": PROBE})
+    python = "/usr/bin/python3"  # uid 65534 cannot reach every interpreter (e.g. one under /root)
+    repo = str(Path(__file__).resolve().parents[2])
+    out = drive([python], skill, port, user=65534, group=65534, extra_groups=[], cwd="/",
+                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo, "OPENAI_API_KEY": "sk-leak"})
+    assert "uid 65534" in out["stdout"]
+    assert "runs as the current user (uid 65534)" in out["isolation"]
+    assert out["isolation"].startswith("local: throw-away copy of the skill")
+    assert "filesystem reads and writes (as the current user)" in out["isolation"]
+    if "network: none (user+net namespace)" in out["isolation"]:
+        assert "127.0.0.1 refused" in out["stdout"] and seen == []
+    else:
+        assert "network: NOT blocked" in out["isolation"]
+
+
+@pytest.mark.skipif(not AS_ROOT or not shutil.which("unshare"), reason="needs root and util-linux unshare")
+def test_where_namespaces_are_refused_the_line_says_so_and_it_is_true(make_skill, listener):
+    """Inside a user namespace whose namespace quotas are zero (a per-namespace setting: the host is
+    untouched), the backend sees root but can neither switch users nor make namespaces."""
+    port, seen = listener
+    skill = make_skill({"scripts/probe.py": PROBE})
+    quotas = "; ".join(f"echo 0 > /proc/sys/user/max_{kind}_namespaces" for kind in ("net", "pid", "user"))
+    prefix = ["unshare", "--user", "--map-root-user", "sh", "-c", f'{quotas}; exec "$0" "$@"', sys.executable]
+    out = drive(prefix, skill, port)
+    iso = out["isolation"]
+    assert "network: NOT blocked" in iso and "network: none" not in iso
+    assert "processes that leave the process group may outlive the run" in iso
+    assert "user: still root (could not switch: uid 65534 is not usable here" in iso
+    assert iso.startswith("local: throw-away copy of the skill") and "read-only" not in iso
+    assert "127.0.0.1 connected" in out["stdout"]  # the truth behind "NOT blocked"
+    deadline = time.monotonic() + 2
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert seen == [b"leak"]
