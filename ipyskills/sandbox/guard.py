@@ -710,7 +710,7 @@ class _ShellChecker:
         out: list[tuple[int, str]] = []
         buf: list[str] = []
         line = start = self.base_line
-        pending: list[tuple[str, bool, int]] = []  # heredocs opened on this line: delimiter, strip tabs, index
+        pending: list[tuple] = []  # heredocs opened on this line: delimiter, strip tabs, quoted, index
         quote = None
         i = 0
         while i < n:
@@ -773,7 +773,8 @@ class _ShellChecker:
                 m = _HEREDOC.match(text, i)
                 if m:
                     delimiter = next(g for g in m.groups()[1:] if g is not None)
-                    pending.append((delimiter, m.group(1) == "-", len(self.heredocs)))
+                    quoted = m.group(4) is None or "\\" in m.group(0)  # <<'EOF' or <<\EOF: no expansion
+                    pending.append((delimiter, m.group(1) == "-", quoted, len(self.heredocs)))
                     buf.append(f" << __IPYSHD{len(self.heredocs)}__ ")
                     self.heredocs.append(None)
                     i = m.end()
@@ -784,8 +785,8 @@ class _ShellChecker:
                 buf = []
                 line += 1
                 i += 1
-                for delimiter, strip_tabs, index in pending:
-                    i, line = self._take_heredoc(i, line, delimiter, strip_tabs, index)
+                for delimiter, strip_tabs, quoted, index in pending:
+                    i, line = self._take_heredoc(i, line, delimiter, strip_tabs, quoted, index)
                 pending = []
                 start = line
                 continue
@@ -821,7 +822,7 @@ class _ShellChecker:
         self.subs.append(_Sub(inner, line))
         return j + 1, line + text.count("\n", i, min(j + 1, len(text)))
 
-    def _take_heredoc(self, i: int, line: int, delimiter: str, strip_tabs: bool, index: int):
+    def _take_heredoc(self, i: int, line: int, delimiter: str, strip_tabs: bool, quoted: bool, index: int):
         text, body, first = self.text, [], line
         while i < len(text):
             end = text.find("\n", i)
@@ -832,7 +833,29 @@ class _ShellChecker:
                 break
             body.append(current)
         self.heredocs[index] = _Heredoc("\n".join(body), first)
+        if not quoted:  # an unquoted heredoc expands $(...) and `...` in its body: those commands run
+            self._take_body_subs(self.heredocs[index])
         return i, line
+
+    def _take_body_subs(self, doc: _Heredoc):
+        text, k, line = doc.body, 0, doc.line
+        while k < len(text):
+            ch = text[k]
+            if ch == "\\":
+                k += 2
+                continue
+            if ch == "`" or (ch == "$" and text.startswith("$(", k) and not text.startswith("$((", k)):
+                if ch == "`":
+                    end = text.find("`", k + 1)
+                    end = len(text) if end < 0 else end
+                    inner = text[k + 1: end]
+                else:
+                    end = _matching_paren(text, k + 2)
+                    inner = text[k + 2: end]
+                self.subs.append(_Sub(inner, line + text.count("\n", 0, k)))
+                k = end + 1
+                continue
+            k += 1
 
     def _check_sub(self, sub: _Sub):
         inner = _ShellChecker(sub.text, sub.line, self.depth + 1)
