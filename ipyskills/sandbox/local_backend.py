@@ -14,7 +14,11 @@ What one run gets (and the result's `isolation` line says which of these actuall
 Decisions worth knowing:
 - `python3` / `python` mean the interpreter running ipyskills (`sys.executable`), because on Binder that is
   where the user's packages are; its folder is put first on PATH so `python3` means the same inside the
-  script. Other programs are looked up on the system PATH.
+  script. When ipyskills runs as root and uid 65534 cannot execute that interpreter (say it lives under
+  /root), the system python3 runs instead and the isolation line names it. Other programs are looked up
+  on the system PATH.
+- The network and pid namespaces are tried on every run (a few ms) rather than probed once, so the
+  isolation line reports what held for this very run.
 - The memory limit is on address space (RLIMIT_AS), not resident memory: Python raises MemoryError cleanly,
   but runtimes that reserve large virtual ranges up front (Node's V8, the JVM, some BLAS thread pools) may
   not start under a small limit; raise `memory` for them. `oom_killed` is reported when the script exits
@@ -228,7 +232,8 @@ class _Run:
         for fd in sinks:
             sel.register(fd, selectors.EVENT_READ)
         sel.register(status_r, selectors.EVENT_READ)
-        pending = memoryview(self.request.stdin or b"")
+        data = self.request.stdin or b""
+        pending = memoryview(data.encode("utf-8") if isinstance(data, str) else bytes(data))
         stdin_fd = proc.stdin.fileno()
         if pending:
             os.set_blocking(stdin_fd, False)

@@ -16,6 +16,7 @@ Steps, each attempted and reported, never assumed:
 """
 
 import ctypes
+import errno
 import json
 import os
 import resource
@@ -31,7 +32,15 @@ PR_SET_NO_NEW_PRIVS = 38
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+def _prctl(option, value):
+    """True when the option took; False where there is no prctl (not Linux)."""
+    prctl = getattr(_libc, "prctl", None)
+    return prctl is not None and prctl(option, value, 0, 0, 0) == 0
+
+
 def _unshare(flags):
+    if not hasattr(_libc, "unshare"):
+        raise OSError(errno.ENOSYS, "namespaces need Linux")
     if _libc.unshare(ctypes.c_int(flags)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
@@ -99,9 +108,9 @@ def confine_child(spec, report):
         except (OSError, ValueError, AttributeError):
             failed.append(name)
     report["rlimits_failed"] = failed
-    report["no_new_privs"] = _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+    report["no_new_privs"] = _prctl(PR_SET_NO_NEW_PRIVS, 1)
     # Set after the uid change (which clears it): if the waiting parent dies, so does everything below.
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def exit_status(status):
@@ -124,7 +133,7 @@ def start_script(spec, report, program):
     """In the forked script process: write the report, then exec. Never returns."""
     status_fd = spec["status_fd"]
     try:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # fork cleared it
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # fork cleared it
         exe = spec["exe"]
         fallback = spec.get("exe_fallback")
         if fallback and not os.access(exe, os.X_OK):

@@ -78,6 +78,12 @@ def test_stdin_bytes_arrive_exactly(make_skill):
     assert bytes.fromhex(result.stdout) == payload
 
 
+def test_text_stdin_is_sent_as_utf8(make_skill):
+    skill = make_skill({"scripts/echo.py": "import sys\nsys.stdout.buffer.write(sys.stdin.buffer.read())\n"})
+    result = run(skill, "scripts/echo.py", stdin="| ä | b |\n")
+    assert result.stdout == "| ä | b |\n"
+
+
 def test_large_stdin_to_a_script_that_never_reads_does_not_hang(make_skill):
     skill = make_skill({"scripts/ignore.py": "print('done')\n"})
     started = time.monotonic()
