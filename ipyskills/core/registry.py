@@ -54,6 +54,16 @@ class SkillRegistry:
         self._added = [r for r in self._added if r.path != root.path] + [root]
         self.refresh()
 
+    def configure(self, settings: Settings) -> None:
+        """Use new settings. Default roots follow skill_dirs / default_roots / bundled_skills (roots given
+        to the constructor are kept); the next call re-scans only when the roots changed."""
+        old, self.settings = self.settings, settings
+        roots_changed = (old.skill_dirs, old.default_roots, old.bundled_skills) != (
+            settings.skill_dirs, settings.default_roots, settings.bundled_skills)
+        if roots_changed and not self._explicit:
+            self._base_roots = default_roots(settings)
+            self._scan = None
+
     def refresh(self) -> None:
         """Re-scan the roots. Unchanged SKILL.md files are not re-read (cache by mtime and size)."""
         self._scan = self._discovery.scan(self._roots())
@@ -217,6 +227,32 @@ class SkillRegistry:
             limits=lim,
             image=self.settings.image,
         )
+
+    # --- agent tools (ipyskills.core.tools) -----------------------------------------------------------
+
+    def tool_schemas(self, format: str = "openai", **view_options) -> list[dict]:
+        """read_skill / execute_skill_script as JSON Schema tools ([] when no skills are visible)."""
+        from . import tools
+
+        return tools.tool_schemas(self, format, **view_options)
+
+    def dispatch(self, tool_name: str, arguments=None, **view_options):
+        """The exact text a model gets for one tool call (a ToolResult; errors come back as text)."""
+        from . import tools
+
+        return tools.dispatch(self, tool_name, arguments, **view_options)
+
+    def system_prompt(self, format: str = "xml", **view_options) -> str:
+        """Catalog plus behavioural instructions ("" when no skills are visible)."""
+        from . import tools
+
+        return tools.system_prompt(self, format, **view_options)
+
+    def for_agent(self, allow=None, disabled=(), **options):
+        """An AgentView: one conversation's filtered catalog, tools, dispatcher and activation tracker."""
+        from . import tools
+
+        return tools.AgentView(self, allow, disabled, **options)
 
     def __repr__(self) -> str:
         n = len(self._scan.skills) if self._scan is not None else "?"

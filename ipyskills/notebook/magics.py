@@ -260,20 +260,8 @@ class IPySkills(IPySkillsConfig, Magics):
 
 
 def apply_settings(registry, settings) -> None:
-    """Give the registry new settings; its default roots follow skill_dirs / default_roots / bundled_skills.
-
-    The registry computes its roots once, at construction; rebuilding them here is the one place the notebook
-    reaches into it (a registry built with explicit roots keeps them).
-    """
-    from ..core.discover import default_roots
-
-    old = registry.settings
-    registry.settings = settings
-    roots_changed = (old.skill_dirs, old.default_roots, old.bundled_skills) != (
-        settings.skill_dirs, settings.default_roots, settings.bundled_skills)
-    if roots_changed and not getattr(registry, "_explicit", True):
-        registry._base_roots = default_roots(settings)
-        registry.refresh()
+    """Give the registry new settings (its default roots follow them)."""
+    registry.configure(settings)
 
 
 # ---------------------------------------------------------------------- tab completion

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import tiny_png
+from .conftest import tiny_png
 
 from ipyskills.core.model import Problem, SkillMeta
 from ipyskills.core.prompt import SkillContent, SkillResource

@@ -9,7 +9,7 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import EXAMPLES, run_script
+from .conftest import EXAMPLES, run_script
 
 SKILL = EXAMPLES / "chart-maker"
 SVG = "{http://www.w3.org/2000/svg}"

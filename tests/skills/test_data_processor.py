@@ -11,7 +11,7 @@ import statistics
 import time
 
 import pytest
-from conftest import BUNDLED, run_script
+from .conftest import BUNDLED, run_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
