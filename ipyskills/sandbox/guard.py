@@ -163,6 +163,7 @@ def _finding(hit: _Hit, path: str) -> Finding:
     rule_id, line, detail = hit
     rule = R.RULES[rule_id]
     note = R.BLOCK_NOTE if rule.severity == R.BLOCK else R.WARN_NOTE
+    detail = " ".join(detail.split())  # one finding, one output line, whatever the script contained
     return Finding(rule_id, rule.severity, line, f"{detail}: {rule.why}. {note}", path)
 
 
@@ -983,7 +984,8 @@ class _ShellChecker:
         target = _lit(raw)
         match = _HEREDOC_TOKEN.match(target)
         if op == "<<" and match:
-            self._check_heredoc(cmd, self.heredocs[int(match.group(1))])
+            index = int(match.group(1))
+            self._check_heredoc(cmd, self.heredocs[index] if index < len(self.heredocs) else None)
             return
         if op in ("<<", "<<<"):
             return  # a here-string is data
