@@ -21,9 +21,10 @@ Decisions worth knowing:
   isolation line reports what held for this very run.
 - The memory limit is on address space (RLIMIT_AS), not resident memory: Python raises MemoryError cleanly,
   but runtimes that reserve large virtual ranges up front (Node's V8, the JVM, some BLAS thread pools) may
-  not start under a small limit; raise `memory` for them. `oom_killed` is reported when the script exits
-  non-zero and its last error line says it ran out of memory (MemoryError, std::bad_alloc, "out of memory",
-  "Cannot allocate memory"); there is no kernel OOM event to read without cgroups.
+  not start under a small limit (Node 20 needs about 1g); raise `memory` for them. `oom_killed` is reported
+  when the script exits non-zero and one of its last error lines says it ran out of memory (MemoryError,
+  std::bad_alloc, "out of memory", "Cannot allocate memory", "OOM"); there is no kernel OOM event to read
+  without cgroups.
 - Output past the cap is read and thrown away while the script keeps running, as with Docker; a script that
   never stops printing ends at the timeout. A process killed by a signal reports exit code 128 + signal.
 - Not isolated, and said so: reading the host filesystem (wherever the run's user may read), writing
@@ -61,7 +62,8 @@ HELPER = str(Path(__file__).with_name("local_isolation.py"))
 HELPER_STARTUP_SECONDS = 10.0  # the helper reports within this or the run is abandoned
 EXIT_GRACE_SECONDS = 1.0  # after the script exits, how long its pipes may stay open
 _READ_SIZE = 256 * 1024
-_OOM_LINE = re.compile(rb"(^MemoryError\b|std::bad_alloc|[Oo]ut of memory|Cannot allocate memory)")
+_OOM_LINE = re.compile(rb"^MemoryError\b|std::bad_alloc|[Oo]ut of memory|Cannot allocate memory|\bOOM\b")
+_OOM_LINES_READ = 5  # runtimes print a banner after the cause (Node ends its report with "#" lines)
 
 
 class LocalBackend:
@@ -345,8 +347,8 @@ class _Run:
             code = 128 - code
         if code == 128 + signal.SIGXCPU:
             timed_out = True  # the CPU-seconds limit fired before the wall clock did
-        tail = self.stderr_tail.rstrip().rsplit(b"\n", 1)[-1]
-        oom = not timed_out and code not in (0, None) and bool(_OOM_LINE.search(tail))
+        last_lines = [line for line in self.stderr_tail.splitlines() if line.strip()][-_OOM_LINES_READ:]
+        oom = not timed_out and code not in (0, None) and any(_OOM_LINE.search(line) for line in last_lines)
         return ExecuteResult(
             exit_code=None if timed_out else code,
             stdout=stdout.text(),

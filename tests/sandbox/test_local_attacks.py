@@ -255,7 +255,7 @@ def test_classic_shell_fork_bomb_ends_and_leaves_nothing(make_skill, run_dirs):
     skill = make_skill({"scripts/bomb.sh": "b() { b | b & }; b\nsleep 30\n"})
     with MarkerWatch(marker) as watch:  # every forked shell carries the marker argument
         result = run(skill, "scripts/bomb.sh", args=[marker], pids=64, timeout=3)
-    assert 10 < watch.most <= 64 + 1  # the helper outside the namespace carries it too (as root)
+    assert 5 < watch.most <= 64 + 1  # the helper outside the namespace carries it too (as root)
     assert result.timed_out and "fork: retry: Resource temporarily unavailable" in result.stderr
     if "processes: pid namespace" in result.isolation:
         assert marked_pids(marker) == []
@@ -298,7 +298,7 @@ def test_cpu_spin_times_out_and_the_whole_tree_is_gone(make_skill):
     assert watch.most == 2  # both grandchildren really ran
     assert result.timed_out and result.exit_code is None and not result.ok
     assert result.stdout == "started\n"
-    assert 1.4 < elapsed < 3
+    assert 1.4 < elapsed < 5
     if "processes: pid namespace" in result.isolation:
         assert marked_pids(marker) == []
     else:  # the line admits escapes; the one that stayed in the group must still be gone

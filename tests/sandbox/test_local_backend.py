@@ -153,6 +153,15 @@ def test_python3_is_the_hosts_interpreter_when_reachable(make_skill):
         assert result.stdout.strip() == sys.executable
 
 
+@pytest.mark.skipif(shutil.which("node", path="/usr/local/bin:/usr/bin:/bin") is None, reason="node is not installed")
+def test_node_under_a_small_address_space_is_reported_as_out_of_memory(make_skill):
+    skill = make_skill({"scripts/hi.js": "console.log('node ok')\n"})
+    small = run(skill, "scripts/hi.js", memory="256m")
+    assert small.oom_killed and small.exit_code not in (0, None), small.stderr[-300:]
+    roomy = run(skill, "scripts/hi.js", memory="2g")
+    assert (roomy.exit_code, roomy.stdout, roomy.oom_killed) == (0, "node ok\n", False)
+
+
 def test_exit_by_signal_reports_128_plus_signal(make_skill):
     skill = make_skill({"scripts/die.py": "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n"})
     result = run(skill, "scripts/die.py")
