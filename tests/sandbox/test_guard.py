@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipyskills.errors import ConfigError, GuardBlocked
-from ipyskills.sandbox import guard_rules
 from ipyskills.sandbox.guard import GuardReport, check_args, check_file, check_source, detect_language
+from ipyskills.sandbox.guard import rules as guard_rules
 from ipyskills.sandbox.runner import RunRequest, guard_request
 
 

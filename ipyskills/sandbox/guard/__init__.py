@@ -2,7 +2,7 @@
 
 Python is checked on its syntax tree, shell on tokens (quotes, comments, continuations, heredocs and
 command substitutions understood), JavaScript on its code with comments and strings set aside. The rules
-and name lists are data in `guard_rules`. Findings are `block` (destructive or escape attempts) or `warn`.
+and name lists are data in `rules`. Findings are `block` (destructive or escape attempts) or `warn`.
 
 Public: `check_file`, `check_source`, `check_args`, `GuardReport`, `detect_language`, `script_files`.
 """
@@ -19,9 +19,9 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..errors import ConfigError
-from . import guard_rules as R
-from .result import Finding
+from ...errors import ConfigError
+from ..result import Finding
+from . import rules as R
 
 # A hit is (rule id, line, detail); it becomes a Finding once the path is known.
 _Hit = tuple
