@@ -2,7 +2,10 @@
 
 What one run gets (and the result's `isolation` line says which of these actually held, every time):
 - a throw-away, read-only copy of the skill as the working directory (sandbox/local_copy.py);
-- uid/gid 65534 (nobody) when ipyskills runs as root; otherwise the current user, said so plainly;
+- a uid/gid of its own when ipyskills runs as root: a fresh number no account or process uses, so the
+  process limit counts this run alone, concurrent runs cannot signal or ptrace each other, and the files
+  it leaves in /tmp, /var/tmp and /dev/shm can be found and removed afterwards. Without root, the current
+  user, said so plainly;
 - a scrubbed environment: PATH, HOME and TMPDIR (private folders), LANG/LC_ALL, PYTHONDONTWRITEBYTECODE,
   IPYSKILLS_OUTPUT, plus what the caller passes in `request.env`;
 - rlimits: address space = memory, CPU seconds = timeout + 1, file size = tmp_size, processes = pids,
@@ -14,8 +17,8 @@ What one run gets (and the result's `isolation` line says which of these actuall
 Decisions worth knowing:
 - `python3` / `python` mean the interpreter running ipyskills (`sys.executable`), because on Binder that is
   where the user's packages are; its folder is put first on PATH so `python3` means the same inside the
-  script. When ipyskills runs as root and uid 65534 cannot execute that interpreter (say it lives under
-  /root), the system python3 runs instead and the isolation line names it. Other programs are looked up
+  script. When ipyskills runs as root and the run's uid cannot execute that interpreter (say it lives
+  under /root), the system python3 runs instead and the isolation line names it. Other programs are looked up
   on the system PATH.
 - The network and pid namespaces are tried on every run (a few ms) rather than probed once, so the
   isolation line reports what held for this very run.
@@ -28,17 +31,20 @@ Decisions worth knowing:
 - Output past the cap is read and thrown away while the script keeps running, as with Docker; a script that
   never stops printing ends at the timeout. A process killed by a signal reports exit code 128 + signal.
 - Not isolated, and said so: reading the host filesystem (wherever the run's user may read), writing
-  wherever that user may write (for uid 65534: world-writable places such as /tmp and /dev/shm), CPU share.
+  wherever that user may write (for a run uid: world-writable places such as /tmp, visible to others while
+  the run lasts), CPU share.
 """
 
 from __future__ import annotations
 
 import errno
+import grp
 import json
 import math
 import os
 import pwd
 import re
+import secrets
 import selectors
 import shutil
 import signal
@@ -55,8 +61,8 @@ from .result import Artifact, ExecuteResult, OutputBuffer
 from .runner import RunRequest
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-UNPRIVILEGED_USER = "nobody"
-UNPRIVILEGED_ID = 65534
+RUN_IDS = range(1_900_000_000, 1_901_000_000)  # far above distributions' account and subuid ranges
+SWEPT_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable places a run uid may leave files in
 OPEN_FILES = 256
 HELPER = str(Path(__file__).with_name("local_isolation.py"))
 HELPER_STARTUP_SECONDS = 10.0  # the helper reports within this or the run is abandoned
@@ -84,12 +90,16 @@ class LocalBackend:
         except OSError as exc:
             raise SandboxError(f"the local backend could not create its run folder: {exc}; "
                                "check that the temp dir (TMPDIR) exists and has free space") from None
+        run = None
         try:
-            return _Run(request, argv, work).execute()
+            run = _Run(request, argv, work)
+            return run.execute()
         except OSError as exc:
             raise SandboxError(f"the local backend could not prepare the run: {exc}") from None
         finally:
             remove_tree(work)
+            if run is not None and run.uid is not None:
+                sweep_files_of(run.uid)
 
 
 class _Run:
@@ -131,7 +141,7 @@ class _Run:
                 for folder in (self.home, self.tmp, self.out):
                     os.chown(folder, self.uid, self.gid)
             except OSError as exc:
-                # e.g. root inside a user namespace where uid 65534 is not mapped: run unswitched, and say so
+                # e.g. root inside a user namespace that maps no other uid: run unswitched, and say so
                 self.user_error = f"uid {self.uid} is not usable here: {exc.strerror}"
                 self.uid = self.gid = None
         if self.uid is not None:
@@ -339,6 +349,12 @@ class _Run:
             if stream is not None and not stream.closed:
                 stream.close()
         _wait_group_gone(proc.pid)
+        if self.owns_uid():
+            kill_processes_of(self.uid)  # whatever left the group, where no pid namespace caught it
+
+    def owns_uid(self) -> bool:
+        """True when the script really runs under the run's own uid (so every process of it is ours)."""
+        return self.uid is not None and self.report is not None and self.report.get("uid") == self.uid
 
     # -- the result --------------------------------------------------------------------------------
     def result(self, stdout: OutputBuffer, stderr: OutputBuffer, timed_out: bool, duration_ms: float):
@@ -377,7 +393,7 @@ class _Run:
             missing.append("user: still root" + (f" (could not switch: {reason})" if reason else ""))
             missing.append("nproc may not hold for root")
         elif switched:
-            held.append(f"uid {r['uid']} ({UNPRIVILEGED_USER})")
+            held.append(f"uid {r['uid']} (unprivileged, this run's own)")
         else:
             held.append(f"runs as the current user (uid {r.get('uid')})")
         mib = 1024**2
@@ -408,11 +424,14 @@ class _Run:
             missing.append(f"network: NOT blocked ({r.get('ns_error') or 'no namespace'})")
         if r.get("pidns"):
             held.append("processes: pid namespace, all killed at the end")
+        elif switched:
+            held.append("processes: every process of the run's uid killed at the end")
         else:
             missing.append("processes that leave the process group may outlive the run")
         if switched:
-            missing.append("filesystem reads (wherever uid 65534 may read)")
-            missing.append("writes to world-writable places (/tmp, /dev/shm)")
+            missing.append("filesystem reads (wherever any user may read)")
+            missing.append("writes to world-writable places (what it leaves in /tmp, /var/tmp, /dev/shm "
+                           "is removed afterwards)")
         else:
             missing.append("filesystem reads and writes (as the current user)")
         missing.append(f"cpu share (cpus={self.limits.cpus:g})")
@@ -422,14 +441,85 @@ class _Run:
 
 
 def _target_ids() -> tuple[int | None, int | None]:
-    """The uid/gid to drop to: only when we are root (an ordinary user cannot switch)."""
+    """A uid (and equal gid) for this run alone, when we are root; an ordinary user cannot switch."""
     if os.geteuid() != 0:
         return None, None
+    busy = _uids_of_processes()
+    for _ in range(100):
+        uid = RUN_IDS[secrets.randbelow(len(RUN_IDS))]
+        if uid in busy or _has_account(uid):
+            continue
+        return uid, uid
+    raise SandboxError("the local backend found no free uid for the run; try again")
+
+
+def _has_account(uid: int) -> bool:
     try:
-        entry = pwd.getpwnam(UNPRIVILEGED_USER)
-        return entry.pw_uid, entry.pw_gid
+        pwd.getpwuid(uid)
+        return True
     except KeyError:
-        return UNPRIVILEGED_ID, UNPRIVILEGED_ID
+        pass
+    try:
+        grp.getgrgid(uid)
+        return True
+    except KeyError:
+        return False
+
+
+def _uids_of_processes() -> set[int]:
+    uids = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return uids
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                uids.add(os.stat(f"/proc/{entry}").st_uid)
+            except OSError:
+                continue
+    return uids
+
+
+def kill_processes_of(uid: int, rounds: int = 50) -> None:
+    """SIGKILL every process owned by `uid` (a uid only this run uses), until none is left."""
+    for _ in range(rounds):
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        continue  # already dead, waiting for its parent
+                os.kill(int(entry), signal.SIGKILL)
+                found = True
+            except (OSError, IndexError):
+                continue
+        if not found:
+            return
+        time.sleep(0.01)
+
+
+def sweep_files_of(uid: int, dirs=SWEPT_DIRS) -> None:
+    """Remove what `uid` left at the top of the shared world-writable folders (links are not followed)."""
+    for folder in dirs:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    remove_tree(Path(entry.path))
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                continue
 
 
 def _python() -> str:

@@ -13,7 +13,7 @@ from local_helpers import AS_ROOT, RunDirs, SkillFactory, run
 
 from ipyskills.errors import SandboxError
 from ipyskills.sandbox import runner
-from ipyskills.sandbox.local_backend import LocalBackend, collect_artifacts
+from ipyskills.sandbox.local_backend import LocalBackend, collect_artifacts, kill_processes_of
 from ipyskills.sandbox.local_copy import copy_skill
 
 
@@ -146,7 +146,7 @@ def test_missing_interpreter_is_a_clear_error(make_skill, run_dirs):
 def test_python3_is_the_hosts_interpreter_when_reachable(make_skill):
     skill = make_skill({"scripts/which.py": "import sys\nprint(sys.executable)\n"})
     result = run(skill, "scripts/which.py")
-    if "python: " in result.isolation:  # uid 65534 cannot reach it: the fallback is named, honestly
+    if "python: " in result.isolation:  # the run's uid cannot reach it: the fallback is named, honestly
         assert result.stdout.strip() == shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
         assert f"cannot run {sys.executable}" in result.isolation
     else:
@@ -281,9 +281,30 @@ def test_no_run_folder_is_left_behind_on_success_error_and_timeout(make_skill, r
     assert run_dirs.made and run_dirs.left_behind() == []
 
 
-@pytest.mark.skipif(not AS_ROOT, reason="only root switches to uid 65534")
-def test_isolation_line_names_the_unprivileged_user(make_skill):
+@pytest.mark.skipif(not AS_ROOT, reason="only root switches uids")
+def test_each_run_gets_a_uid_of_its_own(make_skill):
     skill = make_skill({"scripts/id.py": "import os\nprint(os.getuid(), os.getgid(), os.getgroups())\n"})
-    result = run(skill, "scripts/id.py")
-    assert result.stdout == "65534 65534 []\n"
-    assert "uid 65534 (nobody)" in result.isolation
+    first, second = run(skill, "scripts/id.py"), run(skill, "scripts/id.py")
+    uids = []
+    for result in (first, second):
+        uid, gid, groups = result.stdout.split(" ", 2)
+        assert uid == gid and groups == "[]\n" and int(uid) >= 1_000_000
+        assert f"uid {uid} (unprivileged, this run's own)" in result.isolation
+        uids.append(uid)
+    assert uids[0] != uids[1]
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="needs root to start a process under another uid")
+def test_kill_processes_of_stops_everything_of_that_uid():
+    import subprocess
+
+    uid = 1_900_999_999
+    sleepers = [subprocess.Popen(["sleep", "60"], user=uid, group=uid, extra_groups=[], start_new_session=True)
+                for _ in range(3)]
+    try:
+        kill_processes_of(uid)
+        for proc in sleepers:
+            assert proc.wait(timeout=5) == -9
+    finally:
+        for proc in sleepers:
+            proc.kill()
