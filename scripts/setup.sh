@@ -46,10 +46,11 @@ extras="test"
 
 if [ "${IPYSKILLS_SKIP_DOCKER:-0}" != 1 ] && docker info >/dev/null 2>&1; then
     if .venv/bin/ipyskills sandbox status --json >/tmp/ipyskills-status.json 2>/dev/null \
-        && grep -q '"image_present": true' /tmp/ipyskills-status.json; then
-        log "sandbox image present"
+        && grep -q '"image_present": true' /tmp/ipyskills-status.json \
+        && grep -q '"image_current": true' /tmp/ipyskills-status.json; then
+        log "sandbox image present and current"
     else
-        log "building the sandbox image offline (debootstrap; about two minutes)"
+        log "building the sandbox image offline (debootstrap; a few minutes)"
         .venv/bin/ipyskills sandbox build --offline
     fi
 fi

@@ -421,8 +421,13 @@ def _owner_alive(labels: dict, host: str) -> bool:
 def cleanup(client=None, all_owners: bool = False) -> list[str]:
     """Remove stray sandbox containers; returns their short ids."""
     client = client or docker_client.connect()
+    try:
+        strays = labelled_containers(client, all_owners)
+    except docker_client.engine_errors() as exc:
+        raise SandboxError(f"no Docker engine answers ({docker_client.short(exc)}): start the Docker engine "
+                           "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST") from None
     removed = []
-    for container in labelled_containers(client, all_owners):
+    for container in strays:
         _remove(client, container.id)
         removed.append(container.short_id)
     return removed

@@ -101,12 +101,17 @@ def build_image(tag: str = DEFAULT_IMAGE, offline: bool = False, client=None, lo
     return image_id
 
 
+def offline_base_tag() -> str:
+    """The tag of the imported Debian root for the current package list (reused across builds)."""
+    recipe = f"{SUITE} minbase + apt-get --no-install-recommends {' '.join(packages())}"
+    return f"{BASE_REPOSITORY}:{SUITE}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
+
+
 def _offline_base(client, stages: _Stages, mirror: str, fresh: bool) -> str:
     import docker.errors
 
     pkgs = packages()
-    recipe = f"{SUITE} minbase + apt-get --no-install-recommends {' '.join(pkgs)}"
-    base_tag = f"{BASE_REPOSITORY}:{SUITE}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
+    base_tag = offline_base_tag()
     stages.start(f"minimal Debian {SUITE} root with {', '.join(pkgs)}")
     if not fresh:
         try:
