@@ -514,3 +514,154 @@ class AgentText(str):
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/plain": str(self)}
+
+
+# --------------------------------------------------------------------------- agent prototyping
+
+
+def _agent_scope(names, allow) -> str:
+    """One line: which skills the agent sees, and whether an allow-list narrowed them."""
+    seen = ", ".join(names) if names else "none"
+    return f"{len(names)} skill(s) visible to the agent: {seen}" + (
+        f" (allow-list: {', '.join(sorted(allow))})" if allow is not None else "")
+
+
+class SystemPrompt(AgentText):
+    """The system-prompt section an agent gets (`%skills prompt --format`); `str()` is the exact text.
+
+    `format` is "xml" or "markdown"; `names` the visible skills; `allow` the allow-list in force (None = all).
+    """
+
+    def __new__(cls, text: str, format: str, names=(), allow=None):
+        self = super().__new__(cls, text)
+        self.format, self.names, self.allow = format, list(names), allow
+        return self
+
+    def mimebundle(self) -> dict:
+        scope = _agent_scope(self.names, self.allow)
+        if not self:
+            note = f"empty system prompt: {scope}, so the agent is told nothing about skills"
+            return {"text/plain": note, "text/html": wrap(f'<p class="muted">{esc(note)}</p>')}
+        head = f"system prompt ({self.format}, {len(self)} characters) · {scope}"
+        return {"text/plain": str(self),
+                "text/html": wrap(f'<div class="card">{esc(head)}</div>{pre(str(self))}')}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])
+
+
+class ToolSchemas(list):
+    """Tool definitions (`%skills tools`): a list of dicts, ready to pass as `tools=` to a chat client.
+
+    Shown as pretty JSON, one collapsible block a tool, with the whole list as raw JSON to copy.
+    """
+
+    def __init__(self, schemas, format: str, names=(), allow=None):
+        super().__init__(schemas)
+        self.format, self.names, self.allow = format, list(names), allow
+
+    @property
+    def json(self) -> str:
+        """The list as indented JSON text."""
+        return json.dumps(list(self), indent=2, ensure_ascii=False)
+
+    @staticmethod
+    def _name(schema: dict) -> str:
+        return schema.get("name") or schema.get("function", {}).get("name", "?")
+
+    def mimebundle(self) -> dict:
+        scope = _agent_scope(self.names, self.allow)
+        if not self:
+            note = f"no tools: {scope}, so the agent gets no skill tools at all"
+            return {"text/plain": f"[]  # {note}", "text/html": wrap(f'<p class="muted">{esc(note)}</p>')}
+        head = f"{len(self)} tool(s) in {self.format} format · {scope}"
+        blocks = "".join(
+            details(self._name(s), highlight_html(json.dumps(s, indent=2, ensure_ascii=False), "x.json"))
+            for s in self)
+        raw = details("raw JSON (the whole list, to copy into tools=...)", pre(self.json))
+        return {"text/plain": self.json, "text/html": wrap(f'<div class="card">{esc(head)}</div>{blocks}{raw}')}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])
+
+
+class ToolCallView:
+    """One replayed tool call (`%%skill_call`): the arguments as sent and the exact text the model gets.
+
+    `result` is the core `ToolResult` (text, is_error, error kind); `str()` is its text, word for word.
+    """
+
+    def __init__(self, tool: str, arguments: str, result):
+        self.tool, self.arguments, self.result = tool, arguments, result
+
+    def status(self) -> str:
+        r = self.result
+        verdict = f"error ({r.error})" if r.is_error else "ok"
+        return f"{r.tool} -> {verdict}, {len(r.text)} characters"
+
+    def mimebundle(self) -> dict:
+        r = self.result
+        colour = _STATUS_COLOUR["invalid" if r.is_error else "valid"]
+        args = " ".join(self.arguments.split()) or "(no arguments)"
+        card = (f'<div class="card"><b>{esc(r.tool)}</b> <code>{esc(shorten(args, 300))}</code>'
+                f'<div style="color:{colour};font-weight:600">{esc(self.status())}</div></div>')
+        body = details("tool result (exactly what the model receives)", pre(r.text), open_=True)
+        return {"text/plain": f"[{self.status()}]\n{r.text}", "text/html": wrap(card + body)}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])
+
+    def __str__(self) -> str:
+        return self.result.text
+
+
+class AgentSettings:
+    """The notebook session's agent filter (`%skills agent`) and what it leaves visible.
+
+    `view` is the `AgentView` with the filter applied: pass it to `run_agent` so a loop in the notebook sees
+    the same catalog, tools and dispatcher as `%skills tools`, `%skills prompt --format` and `%%skill_call`.
+    `hidden` maps each hidden skill to the reason.
+    """
+
+    def __init__(self, view, allow, disabled, enabled, hidden: dict):
+        self.view = view
+        self.allow = None if allow is None else list(allow)
+        self.disabled, self.enabled = list(disabled), list(enabled)
+        self.hidden = dict(hidden)
+
+    @property
+    def visible(self) -> list[str]:
+        return self.view.names()
+
+    def lines(self) -> list[str]:
+        out = [f"allow-list: {', '.join(self.allow) if self.allow is not None else 'all skills'}",
+               f"disabled:   {', '.join(self.disabled) or 'none'}",
+               f"enabled:    {', '.join(self.enabled) or 'none'}",
+               _agent_scope(self.visible, None)]
+        if self.hidden:
+            out.append(f"{len(self.hidden)} hidden:")
+            out += [f"  {name}: {why}" for name, why in self.hidden.items()]
+        return out
+
+    def mimebundle(self) -> dict:
+        lines = self.lines()
+        rows = "".join(f"<tr><td><b>{esc(n)}</b></td><td>{esc(why)}</td></tr>" for n, why in self.hidden.items())
+        hidden = (f"<table><thead><tr><th>hidden skill</th><th>why</th></tr></thead>{rows}</table>"
+                  if rows else "")
+        return {"text/plain": "\n".join(lines),
+                "text/html": wrap(f'<div class="card">{"<br>".join(esc(x) for x in lines[:4])}</div>{hidden}')}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])

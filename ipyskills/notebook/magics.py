@@ -1,4 +1,4 @@
-"""The IPython magics: %skills, %skill_load, %%skill_run, %%skill.
+"""The IPython magics: %skills, %skill_load, %%skill_run, %%skill, %%skill_call.
 
 Misuse raises IPython's `UsageError` (shown as one line). A `SkillError` from the library is re-raised as
 `MagicError`, which IPython shows as one line too (via `_render_traceback_`) while the cell still counts as
@@ -6,6 +6,11 @@ failed, so "Run all" stops there. KeyboardInterrupt is never caught: the backend
 
 Every magic returns an object (a table, a report, the loaded skill, the run result) so it can be kept in a
 variable; core objects render richly through the formatters the extension registers.
+
+Agent prototyping (`%skills tools`, `%skills prompt --format`, `%%skill_call`, `%skills agent`) goes through
+one `AgentView` built by `agent_view()` from the session's agent filter (the `agent_allow`, `agent_disabled`
+and `agent_enabled` traits), so the tools, the system prompt and a replayed call always agree, and agree with
+an agent loop given `(%skills agent).view`.
 """
 
 from __future__ import annotations
@@ -17,13 +22,28 @@ from pathlib import Path
 
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
+from traitlets import List, Unicode
 
 from ..errors import SkillError
 from .config import IPySkillsConfig
-from .display import AgentText, ImageResource, Rich, SkillTable, content_bundle
+from .display import (
+    AgentSettings,
+    AgentText,
+    ImageResource,
+    Rich,
+    SkillTable,
+    SystemPrompt,
+    ToolCallView,
+    ToolSchemas,
+    content_bundle,
+)
 
-SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh")
+SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent")
+TOOL_FORMATS = ("openai", "anthropic")
+PROMPT_FORMATS = ("xml", "markdown")
+ALL_SKILLS = "*"  # `--allow '*'` lifts the session's allow-list (not a valid skill name, so unambiguous)
+_AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled")
 _IMAGE_PREFIX = "image/"
 
 
@@ -51,6 +71,15 @@ def parse(magic, line: str) -> argparse.Namespace:
 class IPySkills(IPySkillsConfig, Magics):
     """Agent Skills magics. Settings: `%config IPySkills` lists them; `c.IPySkills.*` in ipython_config.py."""
 
+    # The session's agent filter, the same for %skills tools, %skills prompt --format and %%skill_call.
+    agent_allow = List(Unicode(), default_value=None, allow_none=True,
+                       help="Skills an agent may see and use (None = all). Also: %skills agent --allow a,b"
+                       ).tag(config=True)
+    agent_disabled = List(Unicode(), help="Skills hidden from the agent. Also: %skills agent --disable a,b"
+                          ).tag(config=True)
+    agent_enabled = List(Unicode(), help="Skills shown to the agent although their SKILL.md sets "
+                         "disable-model-invocation. Also: %skills agent --enable a,b").tag(config=True)
+
     def __init__(self, shell=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
         self.apply_environment()
@@ -71,7 +100,7 @@ class IPySkills(IPySkillsConfig, Magics):
         return self._registry
 
     def _settings_changed(self, change) -> None:
-        if change["name"] in ("authoring_root", "table_rows") or self._registry is None:
+        if change["name"] in ("authoring_root", "table_rows", *_AGENT_TRAITS) or self._registry is None:
             return  # the registry picks settings up on first use
         self._push_settings()
 
@@ -90,16 +119,47 @@ class IPySkills(IPySkillsConfig, Magics):
 
     @ma.magic_arguments()
     @ma.argument("command", nargs="?", default="list", metavar="COMMAND",
-                 help="list (default), add DIR, validate [NAME|PATH], prompt, browse, refresh")
+                 help="list (default), add DIR, validate [NAME|PATH], prompt, tools, agent, browse, refresh")
     @ma.argument("target", nargs="?", default=None, metavar="TARGET",
                  help="the folder for `add`; the skill name or path for `validate`")
     @ma.argument("-f", "--filter", default=None, metavar="TEXT",
                  help="only skills whose name, description, status or root contains TEXT")
     @ma.argument("-n", "--rows", type=int, default=None, metavar="N", help="rows shown (default 50)")
+    @ma.argument("--format", default=None, metavar="FORMAT",
+                 help="prompt: xml or markdown (the agent's system prompt); tools: openai (default) or anthropic")
+    @ma.argument("--allow", default=None, metavar="A,B",
+                 help="tools, prompt --format: only these skills, for this call; agent: set the session's "
+                      "allow-list ('*' lifts it)")
+    @ma.argument("--disable", default=None, metavar="A,B", help="agent: hide these skills from the agent")
+    @ma.argument("--enable", default=None, metavar="A,B",
+                 help="agent: show these skills again (also those whose SKILL.md sets disable-model-invocation)")
+    @ma.argument("--reset", action="store_true", help="agent: back to all skills, nothing disabled or enabled")
     @no_var_expand
     @line_magic
     def skills(self, line: str = ""):
-        """Agent Skills: the catalog, and add / validate / prompt / browse / refresh."""
+        """Agent Skills: the catalog, and add / validate / prompt / tools / agent / browse / refresh.
+
+        %skills [list] [-f TEXT] [-n N]   the catalog as a table
+        %skills add DIR                   add a root of skills or one skill folder
+        %skills validate [NAME|PATH]      strict validation report (all skills without a target)
+        %skills prompt                    the level-1 <available_skills> block of every discovered skill,
+                                          exactly as `ipyskills prompt` prints it (no instructions, no filter)
+        %skills prompt --format xml       the agent's whole system-prompt section: instructions for the two
+        %skills prompt --format markdown  skill tools, then the catalog of the skills visible to the agent
+                                          (the session's agent filter applied; --allow A,B narrows this call)
+        %skills tools [--format openai|anthropic] [--allow A,B]
+                                          the tool definitions the agent gets (a list: pass it as tools=)
+        %skills agent                     the session's agent filter and what it leaves visible; `.view` is
+                                          the AgentView to give run_agent()
+        %skills agent --allow A,B         only these skills ('*' = all again); --disable A,B hides skills,
+                                          --enable A,B shows them again, --reset clears all three
+        %skills browse                    the widget browser
+        %skills refresh                   re-scan the roots
+
+        The agent filter is also settable as traits: c.IPySkills.agent_allow / agent_disabled /
+        agent_enabled (ipython_config.py or %config). It applies to %skills tools, %skills prompt --format
+        and %%skill_call alike, never to the catalog table or to bare %skills prompt.
+        """
         args = parse(self.skills, line)
         command = args.command
         if command not in SKILLS_COMMANDS:
@@ -112,6 +172,7 @@ class IPySkills(IPySkillsConfig, Magics):
             raise UsageError(f"%skills {command} takes no argument (got {args.target!r})")
         if args.rows is not None and args.rows < 1:
             raise UsageError("%skills --rows must be at least 1")
+        _check_agent_options(command, args)
         return getattr(self, f"_skills_{command}")(args)
 
     def _skills_list(self, args):
@@ -140,8 +201,79 @@ class IPySkills(IPySkillsConfig, Magics):
         return ReportList([self._call(reg.validate, str(s.path)) for s in skills])
 
     def _skills_prompt(self, args):
-        text = self._call(self.registry.catalog)
-        return AgentText(text)
+        if args.format is None:  # the level-1 block alone, unfiltered: what `ipyskills prompt` prints
+            return AgentText(self._call(self.registry.catalog))
+        view = self.agent_view(allow=args.allow)
+        return SystemPrompt(self._call(view.system_prompt, args.format), args.format, view.names(), view.allow)
+
+    def _skills_tools(self, args):
+        format = args.format or TOOL_FORMATS[0]
+        view = self.agent_view(allow=args.allow)
+        return ToolSchemas(self._call(view.tool_schemas, format), format, view.names(), view.allow)
+
+    def _skills_agent(self, args):
+        # Check every name before changing anything, so a typo leaves the filter as it was.
+        allow = _names(args.allow) if args.allow is not None else None
+        if allow is not None:
+            allow = None if allow == [ALL_SKILLS] else self._canonical(allow, "--allow")
+        disable = self._canonical(_names(args.disable), "--disable")
+        enable = self._canonical(_names(args.enable), "--enable")
+        keep_allow = args.allow is None and not args.reset
+        new_allow = self.agent_allow if keep_allow else allow
+        blocked = [n for n in enable if new_allow is not None and n not in new_allow]
+        if blocked:
+            raise UsageError(f"{', '.join(blocked)} not in the agent allow-list ({', '.join(new_allow)}), so "
+                             f"enabling has no effect; widen it: %skills agent --allow "
+                             f"{','.join([*new_allow, *blocked])}")
+        disabled, enabled = ([], []) if args.reset else (list(self.agent_disabled), list(self.agent_enabled))
+        for name in disable:
+            disabled = [*[n for n in disabled if n != name], name]
+            enabled = [n for n in enabled if n != name]
+        for name in enable:
+            disabled = [n for n in disabled if n != name]
+            enabled = [*[n for n in enabled if n != name], name]
+        self.agent_allow, self.agent_disabled, self.agent_enabled = new_allow, disabled, enabled
+        return self.agent_settings()
+
+    # ------------------------------------------------------------------ the agent view
+
+    def agent_view(self, allow=None):
+        """The `AgentView` the agent magics use: the session's filter; `allow` (names or "A,B") replaces
+        the session's allow-list for one call. Stateless: no activation tracking, so a replayed read_skill
+        always shows the whole text."""
+        if isinstance(allow, str):
+            allow = None if _names(allow) == [ALL_SKILLS] else self._canonical(_names(allow), "--allow")
+        elif allow is None:
+            allow = self.agent_allow
+        reg = self.registry
+        view = self._call(reg.for_agent, allow, list(self.agent_disabled), track_activations=False)
+        for name in self.agent_enabled:
+            if name in reg and (view.allow is None or reg.get(name).name in view.allow):
+                view.enable(name)  # an enable for a skill that is gone, or not allowed, has no effect
+        return view
+
+    def agent_settings(self) -> AgentSettings:
+        """What `%skills agent` returns: the session's filter, a view with it applied, and why skills are hidden."""
+        view = self.agent_view()
+        visible = set(view.names())
+        hidden = {}
+        for meta in self._call(self.registry.list):
+            if meta.name in visible:
+                continue
+            if view.allow is not None and meta.name not in view.allow:
+                hidden[meta.name] = "not in the allow-list"
+            elif meta.name in self.agent_disabled:
+                hidden[meta.name] = "disabled for this session (%skills agent --enable NAME shows it)"
+            else:
+                hidden[meta.name] = ("its SKILL.md sets disable-model-invocation "
+                                     "(%skills agent --enable NAME shows it)")
+        return AgentSettings(view, self.agent_allow, self.agent_disabled, self.agent_enabled, hidden)
+
+    def _canonical(self, names: list[str], option: str) -> list[str]:
+        """Skill names as the registry knows them (a folder name works too); an unknown one is a one-line error."""
+        if ALL_SKILLS in names:
+            raise UsageError(f"{option} '*' means every skill and cannot be mixed with names")
+        return [self._call(self.registry.get, name).name for name in names]
 
     def _skills_browse(self, args):
         from .browser import SkillBrowser
@@ -226,6 +358,38 @@ class IPySkills(IPySkillsConfig, Magics):
             self.shell.user_ns[args.var] = result
         return result
 
+    # ------------------------------------------------------------------ %%skill_call
+
+    @ma.magic_arguments()
+    @ma.argument("tool", metavar="TOOL", help="read_skill or execute_skill_script")
+    @ma.argument("--allow", default=None, metavar="A,B",
+                 help="only these skills, for this call (default: the session's agent filter)")
+    @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
+                 help="also keep the ToolResult (text, is_error, error) in the variable VAR")
+    @no_var_expand
+    @cell_magic
+    def skill_call(self, line: str = "", cell: str = ""):
+        """Replay one agent tool call: the cell is the JSON arguments object, the output the exact tool result.
+
+        %%skill_call [--allow A,B] [-o VAR] TOOL
+        {"skill_name": "data-processor", "file_path": "references/output-formats.md"}
+
+        The call goes through the same dispatcher as an agent loop, with the session's agent filter
+        (%skills agent), so anything the model could send comes back as the model would see it: bad JSON,
+        an unknown skill or a refused path give the tool's "Error: ..." text, not a traceback. Each call
+        stands alone (no "already active" note for a skill read before).
+        """
+        args = parse(self.skill_call, line)
+        if args.var is not None and not args.var.isidentifier():
+            raise UsageError(f"-o needs a Python variable name, got {args.var!r}")
+        if args.allow is not None and not _names(args.allow):
+            raise UsageError("--allow needs skill names separated by commas, like --allow a,b")
+        view = self.agent_view(allow=args.allow)
+        result = view.dispatch(args.tool, cell or "")  # the raw text, as a model sends it: the dispatcher parses
+        if args.var:
+            self.shell.user_ns[args.var] = result
+        return ToolCallView(args.tool, cell or "", result)
+
     # ------------------------------------------------------------------ %%skill (authoring)
 
     @ma.magic_arguments()
@@ -262,6 +426,35 @@ class IPySkills(IPySkillsConfig, Magics):
 def apply_settings(registry, settings) -> None:
     """Give the registry new settings (its default roots follow them)."""
     registry.configure(settings)
+
+
+def _names(value: str | None) -> list[str]:
+    """"a, b,c" -> ["a", "b", "c"]."""
+    return [n.strip() for n in (value or "").split(",") if n.strip()]
+
+
+_AGENT_OPTIONS = {"--format": ("prompt", "tools"), "--allow": ("prompt", "tools", "agent"),
+                  "--disable": ("agent",), "--enable": ("agent",), "--reset": ("agent",)}
+
+
+def _check_agent_options(command: str, args) -> None:
+    """Usage errors for agent options given to a command that does not take them, or with bad values."""
+    given = {"--format": args.format, "--allow": args.allow, "--disable": args.disable,
+             "--enable": args.enable, "--reset": args.reset or None}
+    for option, value in given.items():
+        if value is not None and command not in _AGENT_OPTIONS[option]:
+            takers = " or ".join(f"%skills {c}" for c in _AGENT_OPTIONS[option])
+            raise UsageError(f"{option} applies to {takers}, not to %skills {command}")
+    formats = {"prompt": PROMPT_FORMATS, "tools": TOOL_FORMATS}.get(command)
+    if args.format is not None and args.format not in formats:
+        raise UsageError(f"%skills {command} --format must be {' or '.join(formats)}, got {args.format!r}")
+    if command == "prompt" and args.allow is not None and args.format is None:
+        raise UsageError("%skills prompt --allow needs --format xml or markdown: bare %skills prompt is the "
+                         "catalog of every skill, the agent's filtered system prompt is %skills prompt --format")
+    for option in ("--allow", "--disable", "--enable"):
+        value = given[option]
+        if value is not None and not _names(value):
+            raise UsageError(f"{option} needs skill names separated by commas, like {option} a,b")
 
 
 # ---------------------------------------------------------------------- tab completion
