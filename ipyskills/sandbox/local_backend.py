@@ -1,7 +1,8 @@
 """The local backend: run a skill script as a confined subprocess, for machines without Docker (Binder).
 
 What one run gets (and the result's `isolation` line says which of these actually held, every time):
-- a throw-away, read-only copy of the skill as the working directory (sandbox/local_copy.py);
+- a throw-away copy of the skill as the working directory (sandbox/local_copy.py), read-only to a run
+  uid (an owner could chmod it, so without root it is only a copy);
 - a uid/gid of its own when ipyskills runs as root: a fresh number no account or process uses, so the
   process limit counts this run alone, concurrent runs cannot signal or ptrace each other, and the files
   it leaves in /tmp, /var/tmp and /dev/shm can be found and removed afterwards. Without root, the current
@@ -24,7 +25,7 @@ Decisions worth knowing:
   isolation line reports what held for this very run.
 - The memory limit is on address space (RLIMIT_AS), not resident memory: Python raises MemoryError cleanly,
   but runtimes that reserve large virtual ranges up front (Node's V8, the JVM, some BLAS thread pools) may
-  not start under a small limit (Node 20 needs about 1g); raise `memory` for them. `oom_killed` is reported
+  not start under a small limit (Node 20 fails at 256m, starts at 1g); raise `memory` for them. `oom_killed` is reported
   when the script exits non-zero and one of its last error lines says it ran out of memory (MemoryError,
   std::bad_alloc, "out of memory", "Cannot allocate memory", "OOM"); there is no kernel OOM event to read
   without cgroups.
