@@ -246,6 +246,26 @@ def test_files_left_in_shared_temp_folders_are_removed(make_skill):
     assert "is removed afterwards" in result.isolation
 
 
+def test_rlimits_the_line_claims_are_the_ones_the_script_has(make_skill):
+    skill = make_skill({"scripts/limits.py": textwrap.dedent("""
+        import resource
+        for name in ("AS", "CPU", "FSIZE", "NPROC", "NOFILE", "CORE"):
+            print(name, *resource.getrlimit(getattr(resource, "RLIMIT_" + name)))
+    """)})
+    result = run(skill, "scripts/limits.py", memory="300m", timeout=7.5, tmp_size="10m", pids=40)
+    got = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    mib = 1024 * 1024
+    assert got == {"AS": f"{300 * mib} {300 * mib}", "CPU": "9 10", "FSIZE": f"{10 * mib} {10 * mib}",
+                   "NPROC": "40 40", "NOFILE": "256 256", "CORE": "0 0"}
+    assert "rlimits (as 300 MiB, cpu 9 s, fsize 10 MiB, nproc 40, nofile 256, core 0)" in result.isolation
+
+
+def test_hitting_the_cpu_seconds_limit_counts_as_a_timeout(make_skill):
+    skill = make_skill({"scripts/xcpu.py": "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)\n"})
+    result = run(skill, "scripts/xcpu.py")
+    assert result.timed_out and result.exit_code is None and not result.oom_killed
+
+
 def test_fork_bomb_is_held_by_the_process_limit(make_skill):
     skill = make_skill({"scripts/bomb.py": textwrap.dedent("""
         import os, time
