@@ -627,8 +627,9 @@ class ToolCallView:
 class AgentSettings:
     """The notebook session's agent filter (`%skills agent`) and what it leaves visible.
 
-    `view` is the `AgentView` with the filter applied: pass it to `run_agent` so a loop in the notebook sees
-    the same catalog, tools and dispatcher as `%skills tools`, `%skills prompt --format` and `%%skill_call`.
+    `view` is a new `AgentView` with the filter applied, for one conversation: pass it to `run_agent` so a
+    loop in the notebook sees the same catalog, tools and dispatcher as `%skills tools`, `%skills prompt
+    --format` and `%%skill_call` (run `%skills agent` again, or `view.reset()`, for a fresh conversation).
     `hidden` maps each hidden skill to the reason.
     """
 

@@ -237,16 +237,17 @@ class IPySkills(IPySkillsConfig, Magics):
 
     # ------------------------------------------------------------------ the agent view
 
-    def agent_view(self, allow=None):
+    def agent_view(self, allow=None, conversation: bool = False):
         """The `AgentView` the agent magics use: the session's filter; `allow` (names or "A,B") replaces
-        the session's allow-list for one call. Stateless: no activation tracking, so a replayed read_skill
-        always shows the whole text."""
+        the session's allow-list for one call. Without `conversation` it tracks no activations, so a
+        replayed read_skill always shows the whole text; with it, the view is one conversation's (a
+        repeated read_skill gets the short "already active" note), as an agent loop wants."""
         if isinstance(allow, str):
             allow = None if _names(allow) == [ALL_SKILLS] else self._canonical(_names(allow), "--allow")
         elif allow is None:
             allow = self.agent_allow
         reg = self.registry
-        view = self._call(reg.for_agent, allow, list(self.agent_disabled), track_activations=False)
+        view = self._call(reg.for_agent, allow, list(self.agent_disabled), track_activations=conversation)
         for name in self.agent_enabled:
             if name in reg and (view.allow is None or reg.get(name).name in view.allow):
                 view.enable(name)  # an enable for a skill that is gone, or not allowed, has no effect
@@ -254,7 +255,7 @@ class IPySkills(IPySkillsConfig, Magics):
 
     def agent_settings(self) -> AgentSettings:
         """What `%skills agent` returns: the session's filter, a view with it applied, and why skills are hidden."""
-        view = self.agent_view()
+        view = self.agent_view(conversation=True)
         visible = set(view.names())
         hidden = {}
         for meta in self._call(self.registry.list):

@@ -313,3 +313,13 @@ def test_skill_call_allow_option(ip, cell):
 def test_skill_call_is_a_cell_magic_only(ip, cell):
     result, out = cell("%skill_call read_skill")
     assert not result.success and "skill_call" in out
+
+
+def test_agent_view_is_one_conversation_while_replays_stand_alone(ip):
+    view = ip.run_line_magic("skills", "agent").view
+    first = view.dispatch("read_skill", {"skill_name": "hello"})
+    again = view.dispatch("read_skill", {"skill_name": "hello"})
+    assert first.text.startswith("<skill_content") and "already active" in again.text
+    assert str(call(ip, "read_skill", '{"skill_name": "hello"}')) == first.text
+    fresh = ip.run_line_magic("skills", "agent").view  # each %skills agent starts a new conversation
+    assert fresh.dispatch("read_skill", {"skill_name": "hello"}).text == first.text
