@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,9 +110,22 @@ def _backup_path(target: Path) -> Path:
     return candidate
 
 
+def _file_mode(target: Path) -> int:
+    """The mode the written file gets: the old file's, else what open() would give (0666 minus umask).
+    mkstemp's 0600 would make the file unreadable to a sandbox running as another user."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def _atomic_write(target: Path, data: bytes) -> None:
+    mode = _file_mode(target)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, target)
