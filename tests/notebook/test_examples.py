@@ -1,0 +1,200 @@
+"""Every examples/*.ipynb runs clean in a real kernel, on the Docker and on the local backend, shows what
+its text promises, and leaves the repository as it found it."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import importlib.util
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
+_IMG = re.compile(r'<img src="data:(image/[a-z+]+);base64,([A-Za-z0-9+/=]+)"')
+
+
+def _runner():
+    spec = importlib.util.spec_from_file_location("run_notebooks", REPO / "scripts" / "run_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+runner = _runner()
+
+
+def docker_ready() -> tuple[bool, str]:
+    from ipyskills.sandbox.docker_backend import DockerBackend
+
+    return DockerBackend().readiness()
+
+
+def files_under(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and ".ipynb_checkpoints" not in p.parts}
+
+
+@pytest.fixture
+def hermetic_env(tmp_path, monkeypatch):
+    """The kernel inherits this: an empty HOME and IPython dir, no IPYSKILLS_* settings."""
+    for key in list(os.environ):
+        if key.startswith("IPYSKILLS_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    (tmp_path / "home").mkdir()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["docker", "local"])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_example_notebook(path, backend, hermetic_env, monkeypatch):
+    if backend == "docker":
+        ready, reason = docker_ready()
+        if not ready:
+            if os.environ.get("IPYSKILLS_REQUIRE_DOCKER") == "1":
+                pytest.fail(f"Docker is required here but not ready: {reason}")
+            pytest.skip(f"Docker not ready: {reason}")
+    monkeypatch.setenv("IPYSKILLS_BACKEND", backend)
+    before = files_under(EXAMPLES)
+
+    nb, error = runner.execute(path, timeout=180)
+
+    assert error is None, f"{path.name} failed on the {backend} backend: {error}"
+    assert files_under(EXAMPLES) == before, "the notebook changed files in examples/"
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    assert set(runner.backends_seen(nb)) <= {backend}, "a script ran on another backend than the one asked for"
+    check = CHECKS.get(path.stem)
+    if check:
+        check(Outputs(nb), backend)
+
+
+def test_every_notebook_has_a_kernelspec_and_no_stored_outputs():
+    import nbformat
+
+    assert {"quickstart", "authoring", "sandbox"} <= {p.stem for p in NOTEBOOKS}
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        assert nb.metadata["kernelspec"]["name"] == "python3"
+    for stem in ("quickstart", "authoring", "sandbox"):  # ours are committed clean; demo.sh keeps outputs
+        nb = nbformat.read(EXAMPLES / f"{stem}.ipynb", as_version=4)
+        assert all(not c.get("outputs") and c.get("execution_count") is None
+                   for c in nb.cells if c.cell_type == "code"), stem
+
+
+# ------------------------------------------------------------------------------------------- checks
+
+
+class Outputs:
+    """The outputs of an executed notebook, found by how a code cell starts."""
+
+    def __init__(self, nb):
+        self.cells = [c for c in nb.cells if c.cell_type == "code"]
+        self.nb = nb
+
+    def cell(self, start: str):
+        found = [c for c in self.cells if c.source.strip() == start.strip()] or [
+            c for c in self.cells if c.source.lstrip().startswith(start)]
+        assert len(found) == 1, f"expected one cell starting with {start!r}, found {len(found)}"
+        return found[0]
+
+    def text(self, start: str) -> str:
+        parts = []
+        for out in self.cell(start).outputs:
+            parts.append(out.get("text", "") if out.output_type == "stream" else
+                         out.get("data", {}).get("text/plain", ""))
+        return "\n".join(parts)
+
+    def html(self, start: str) -> str:
+        return "\n".join(o.get("data", {}).get("text/html", "") for o in self.cell(start).outputs)
+
+    def mimes(self, start: str) -> set[str]:
+        return {m for o in self.cell(start).outputs for m in o.get("data", {})}
+
+
+def check_quickstart(out: Outputs, backend: str) -> None:
+    from ipyskills import SkillRegistry
+
+    reference = SkillRegistry([REPO / "skills"])
+    level1 = out.text("%skills prompt")
+    assert level1.startswith("<available_skills>") and level1.rstrip().endswith("</available_skills>")
+    assert "<name>data-processor</name>" in level1 and "<name>chart-maker</name>" in level1
+    # Level 2 and 3 are the agent's text byte for byte.
+    assert out.text("%skill_load data-processor --raw") == str(reference.load("data-processor"))
+    level3 = out.text("%skill_load data-processor/references/output-formats.md --raw")
+    assert level3 == str(reference.load("data-processor/references/output-formats.md"))
+    assert level3.startswith('<skill_resource skill="data-processor" path="references/output-formats.md">')
+    assert re.match(r"\d+ skill\(s\) validated, 0 invalid", out.text("%skills validate"))
+    assert out.text("%skills validate chart-maker").startswith("Valid skill:")
+    assert f"backend={backend} · exit=0" in out.text("%%skill_run -o stats")
+    summary = out.text("import json")
+    assert f"backend:   {backend}" in summary and "exit code: 0" in summary and "mean:      3.875" in summary
+    if backend == "local":
+        assert "isolation: local:" in summary
+
+    chart = out.html("%skill_run -o chart")
+    images = _IMG.findall(chart)
+    assert len(images) == 1, "the chart should be shown inline, once"
+    mime, data = images[0]
+    raw = base64.b64decode(data)
+    if mime == "image/png":
+        assert raw.startswith(b"\x89PNG\r\n\x1a\n")
+    else:  # no matplotlib for the interpreter that ran it: the stdlib SVG renderer
+        assert backend == "local" and mime == "image/svg+xml" and b"<svg" in raw
+    if backend == "docker":
+        assert mime == "image/png", "the sandbox image has matplotlib"
+    words = out.text("result = reg.run(")
+    assert words.startswith(f"{backend} 0 [") and "{'word': 'apple', 'count': 2}" in words
+    assert "application/vnd.jupyter.widget-view+json" in out.mimes("%skills browse")
+    assert "text/html" in out.mimes("%skills browse"), "the static fallback for GitHub/nbviewer"
+
+
+def check_authoring(out: Outputs, backend: str) -> None:
+    workspace = Path(ast.literal_eval(out.text("import tempfile")))  # the cell shows the folder's repr
+    draft, fixed = [out.text(c.source) for c in out.cells if c.source.startswith("%%skill greeter\n")]
+    assert "Invalid skill" in draft and "[name-uppercase]" in draft and "[name-mismatch]" in draft
+    assert "updated" in fixed and "Valid skill" in fixed
+    assert f"backend={backend} · exit=0" in out.text("%%skill_run -o greeting")
+    assert "Bonjour, Ada Lovelace!" in out.text('print("backend:  ", greeting.backend)')
+    bad = out.text("%%skill_run greeter scripts/hello.py Ada\nde")
+    assert "exit=1" in bad and "unknown language 'de'" in bad
+    assert "<name>greeter</name>" in out.text("import ipyskills")
+    assert out.text("%skill_load greeter --raw").startswith('<skill_content name="greeter">')
+    assert "<file>scripts/hello.py</file>" in out.text("%skill_load greeter --raw")
+    assert "Valid skill" in out.text("import subprocess") and "exit code 0" in out.text("import subprocess")
+    assert not workspace.exists(), "the notebook removes its temporary folder"
+
+
+def check_sandbox(out: Outputs, backend: str) -> None:
+    probe = out.text("%skill_run -o probe")
+    for attempt in ("connect to 1.1.1.1:53", "resolve pypi.org", "write /etc/passwd", "write /usr/local/bin/evil",
+                    "write SKILL.md (its own folder)"):
+        line = next(ln for ln in probe.splitlines() if ln.startswith(attempt))
+        assert "stopped" in line, line
+    assert "DEMO_API_KEY visible: False" in probe
+    if backend == "docker":
+        assert "write /etc/passwd                    stopped: Read-only file system" in probe
+    assert f"backend:   {backend}" in out.text('print("backend:  ", probe.backend)')
+    assert "OUT OF MEMORY" in out.text("%skill_run -o bomb")
+    assert "out of memory: True" in out.text('print("out of memory:"')
+    assert "TIMED OUT" in out.text("%skill_run -o spin")
+    assert "timed out: True" in out.text('print("timed out:"')
+    flood = out.text('flood = reg.run(')
+    assert "truncated: True" in flood and "[ipyskills: output truncated" in flood
+    assert "blocked by rule sh-rm-root at scripts/wipe.sh:3" in out.text("from ipyskills.errors import")
+    unguarded = out.text('if probe.backend == "docker":')
+    if backend == "docker":
+        assert "deleting everything..." in unguarded and "SKILL.md present: yes" in unguarded
+        assert "rm exit code: 0" not in unguarded
+    else:
+        assert "skipped on the local backend" in unguarded and "deleting" not in unguarded
+
+
+CHECKS = {"quickstart": check_quickstart, "authoring": check_authoring, "sandbox": check_sandbox}
