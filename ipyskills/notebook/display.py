@@ -569,8 +569,9 @@ class ToolSchemas(list):
         return json.dumps(list(self), indent=2, ensure_ascii=False)
 
     @staticmethod
-    def _name(schema: dict) -> str:
-        return schema.get("name") or schema.get("function", {}).get("name", "?")
+    def _summary(schema: dict) -> str:
+        spec = schema.get("function", schema)  # openai nests the definition; anthropic does not
+        return f"{spec.get('name', '?')}: {shorten(spec.get('description', ''), 100)}"
 
     def mimebundle(self) -> dict:
         scope = _agent_scope(self.names, self.allow)
@@ -579,7 +580,7 @@ class ToolSchemas(list):
             return {"text/plain": f"[]  # {note}", "text/html": wrap(f'<p class="muted">{esc(note)}</p>')}
         head = f"{len(self)} tool(s) in {self.format} format · {scope}"
         blocks = "".join(
-            details(self._name(s), highlight_html(json.dumps(s, indent=2, ensure_ascii=False), "x.json"))
+            details(self._summary(s), highlight_html(json.dumps(s, indent=2, ensure_ascii=False), "x.json"))
             for s in self)
         raw = details("raw JSON (the whole list, to copy into tools=...)", pre(self.json))
         return {"text/plain": self.json, "text/html": wrap(f'<div class="card">{esc(head)}</div>{blocks}{raw}')}
@@ -630,14 +631,16 @@ class AgentSettings:
     `view` is a new `AgentView` with the filter applied, for one conversation: pass it to `run_agent` so a
     loop in the notebook sees the same catalog, tools and dispatcher as `%skills tools`, `%skills prompt
     --format` and `%%skill_call` (run `%skills agent` again, or `view.reset()`, for a fresh conversation).
-    `hidden` maps each hidden skill to the reason.
+    `hidden` maps each hidden skill to the reason; `missing` lists filter names no skill answers to (a typo
+    in ipython_config.py, or a skill since removed), which have no effect.
     """
 
-    def __init__(self, view, allow, disabled, enabled, hidden: dict):
+    def __init__(self, view, allow, disabled, enabled, hidden: dict, missing=()):
         self.view = view
         self.allow = None if allow is None else list(allow)
         self.disabled, self.enabled = list(disabled), list(enabled)
         self.hidden = dict(hidden)
+        self.missing = list(missing)
 
     @property
     def visible(self) -> list[str]:
@@ -648,6 +651,8 @@ class AgentSettings:
                f"disabled:   {', '.join(self.disabled) or 'none'}",
                f"enabled:    {', '.join(self.enabled) or 'none'}",
                _agent_scope(self.visible, None)]
+        if self.missing:
+            out.append(f"no skill named (no effect): {', '.join(self.missing)}")
         if self.hidden:
             out.append(f"{len(self.hidden)} hidden:")
             out += [f"  {name}: {why}" for name, why in self.hidden.items()]
@@ -659,7 +664,7 @@ class AgentSettings:
         hidden = (f"<table><thead><tr><th>hidden skill</th><th>why</th></tr></thead>{rows}</table>"
                   if rows else "")
         return {"text/plain": "\n".join(lines),
-                "text/html": wrap(f'<div class="card">{"<br>".join(esc(x) for x in lines[:4])}</div>{hidden}')}
+                "text/html": wrap(f'<div class="card">{"<br>".join(esc(x) for x in lines[:4 + bool(self.missing)])}</div>{hidden}')}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return self.mimebundle()

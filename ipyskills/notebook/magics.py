@@ -247,11 +247,19 @@ class IPySkills(IPySkillsConfig, Magics):
         elif allow is None:
             allow = self.agent_allow
         reg = self.registry
-        view = self._call(reg.for_agent, allow, list(self.agent_disabled), track_activations=conversation)
-        for name in self.agent_enabled:
-            if name in reg and (view.allow is None or reg.get(name).name in view.allow):
+        # Names set through config may be folder names; the view filters on skill names.
+        known = self._known
+        allow = None if allow is None else known(allow)
+        view = self._call(reg.for_agent, allow, known(self.agent_disabled), track_activations=conversation)
+        for name in known(self.agent_enabled):
+            if name in reg and (view.allow is None or name in view.allow):
                 view.enable(name)  # an enable for a skill that is gone, or not allowed, has no effect
         return view
+
+    def _known(self, names) -> list[str]:
+        """Each name as the registry's skill name where it resolves (a folder name does), else unchanged."""
+        reg = self.registry
+        return [reg.get(n).name if n in reg else n for n in names]
 
     def agent_settings(self) -> AgentSettings:
         """What `%skills agent` returns: the session's filter, a view with it applied, and why skills are hidden."""
@@ -263,12 +271,14 @@ class IPySkills(IPySkillsConfig, Magics):
                 continue
             if view.allow is not None and meta.name not in view.allow:
                 hidden[meta.name] = "not in the allow-list"
-            elif meta.name in self.agent_disabled:
+            elif meta.name in self._known(self.agent_disabled):
                 hidden[meta.name] = "disabled for this session (%skills agent --enable NAME shows it)"
             else:
                 hidden[meta.name] = ("its SKILL.md sets disable-model-invocation "
                                      "(%skills agent --enable NAME shows it)")
-        return AgentSettings(view, self.agent_allow, self.agent_disabled, self.agent_enabled, hidden)
+        named = [*(self.agent_allow or ()), *self.agent_disabled, *self.agent_enabled]
+        missing = sorted({n for n in named if n not in self.registry})
+        return AgentSettings(view, self.agent_allow, self.agent_disabled, self.agent_enabled, hidden, missing)
 
     def _canonical(self, names: list[str], option: str) -> list[str]:
         """Skill names as the registry knows them (a folder name works too); an unknown one is a one-line error."""

@@ -63,6 +63,7 @@ def test_tools_anthropic_format(ip, magics):
     tools = ip.run_line_magic("skills", "tools --format anthropic")
     assert list(tools) == magics.registry.tool_schemas("anthropic")
     assert all(set(t) == {"name", "description", "input_schema"} for t in tools)
+    assert "<summary>read_skill: Load a skill." in tools.mimebundle()["text/html"]
 
 
 def test_tools_display_is_pretty_json_with_a_raw_copy(ip):
@@ -71,7 +72,7 @@ def test_tools_display_is_pretty_json_with_a_raw_copy(ip):
     assert json.loads(bundle["text/plain"]) == list(tools)  # the plain text is the JSON itself, copyable
     assert bundle["text/plain"] == tools.json and "\n  {" in tools.json
     html = bundle["text/html"]
-    assert "<summary>read_skill</summary>" in html and "<summary>execute_skill_script</summary>" in html
+    assert "<summary>read_skill: Load a skill." in html and "<summary>execute_skill_script: Run a" in html
     assert "raw JSON" in html and "&quot;input_schema&quot;" not in html  # openai shape, escaped JSON
     assert "&quot;parameters&quot;" in html
     assert "2 skill(s) visible to the agent" in html
@@ -323,3 +324,13 @@ def test_agent_view_is_one_conversation_while_replays_stand_alone(ip):
     assert str(call(ip, "read_skill", '{"skill_name": "hello"}')) == first.text
     fresh = ip.run_line_magic("skills", "agent").view  # each %skills agent starts a new conversation
     assert fresh.dispatch("read_skill", {"skill_name": "hello"}).text == first.text
+
+
+def test_config_names_may_be_folder_names_and_typos_are_reported(ip):
+    ip.run_line_magic("config", "IPySkills.agent_allow = ['bad-skill', 'helo']")
+    settings = ip.run_line_magic("skills", "agent")
+    assert settings.visible == ["Bad_Skill"] and settings.missing == ["helo"]
+    assert "no skill named (no effect): helo" in ip.display_formatter.format(settings)[0]["text/plain"]
+    ip.run_line_magic("config", "IPySkills.agent_allow = None")
+    ip.run_line_magic("config", "IPySkills.agent_disabled = ['bad-skill']")
+    assert ip.run_line_magic("skills", "agent").hidden["Bad_Skill"].startswith("disabled for this session")
