@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         nbformat.write(nb, executed)
         write_html(nb, executed.with_suffix(".html"))
         seconds = time.monotonic() - started
-        backends = ", ".join(backends_seen(nb)) or "no script run"
+        backends = ", ".join(backends_seen(nb)) or "(none printed)"
         if error:
             failed += 1
             print(f"FAILED {path.name} after {seconds:.0f} s: {error}")
