@@ -33,6 +33,7 @@ class Settings:
     network: bool = False
     output_cap: int = 1024 * 1024  # bytes kept of stdout and of stderr, each
     guard: bool = True  # static check before every run
+    pool_size: int = 2  # Docker containers kept started ahead of runs (0: no warm pool)
 
     def with_overrides(self, **changes) -> "Settings":
         unknown = set(changes) - {f.name for f in fields(self)}

@@ -75,6 +75,7 @@ def cmd_run(args) -> int:
     if script_args[:1] == ["--"]:
         script_args = script_args[1:]
     reg = make_registry(args)
+    reg.settings = reg.settings.with_overrides(pool_size=0)  # one run, then exit: a warm pool only costs
     result = reg.run(
         args.name, args.script, args=script_args, stdin=read_stdin(args.no_stdin),
         backend=args.backend, timeout=args.timeout, memory=args.memory, network=args.network, guard=args.guard,

@@ -35,6 +35,8 @@ class SkillRegistry:
         self._discovery = Discovery()
         self._scan: ScanResult | None = None
         self._by_name: dict[str, SkillMeta] = {}
+        self._sorted: list[SkillMeta] | None = None  # list() order, made once per scan
+        self._by_folder: dict[str, list[SkillMeta]] | None = None  # get() by folder name, made on need
 
     # --- roots and scanning ---------------------------------------------------------------------------
 
@@ -68,6 +70,7 @@ class SkillRegistry:
         """Re-scan the roots. Unchanged SKILL.md files are not re-read (cache by mtime and size)."""
         self._scan = self._discovery.scan(self._roots())
         self._by_name = {m.name: m for m in self._scan.skills}
+        self._sorted = self._by_folder = None
 
     def _scanned(self) -> ScanResult:
         if self._scan is None:
@@ -92,28 +95,35 @@ class SkillRegistry:
     # --- level 1 --------------------------------------------------------------------------------------
 
     def list(self) -> list[SkillMeta]:
-        return sorted(self._scanned().skills, key=lambda m: m.name)
+        scan = self._scanned()
+        if self._sorted is None:
+            self._sorted = sorted(scan.skills, key=_by_name)
+        return list(self._sorted)
 
     def names(self) -> list[str]:
         return [m.name for m in self.list()]
 
     def get(self, name: str) -> SkillMeta:
+        meta = self._lookup(name)
+        if meta is None:
+            raise SkillNotFound(self._not_found_message(name))
+        return meta
+
+    def _lookup(self, name: str) -> SkillMeta | None:
         self._scanned()
         meta = self._by_name.get(name)
         if meta is not None:
             return meta
         # A skill whose name differs from its folder (loaded with a warning) is also found by folder name.
-        by_folder = [m for m in self._by_name.values() if m.path.name == name]
-        if len(by_folder) == 1:
-            return by_folder[0]
-        raise SkillNotFound(self._not_found_message(name))
+        if self._by_folder is None:
+            self._by_folder = {}
+            for m in self._by_name.values():
+                self._by_folder.setdefault(m.path.name, []).append(m)
+        by_folder = self._by_folder.get(name, ())
+        return by_folder[0] if len(by_folder) == 1 else None
 
     def __contains__(self, name: str) -> bool:
-        try:
-            self.get(name)
-        except SkillError:
-            return False
-        return True
+        return isinstance(name, str) and self._lookup(name) is not None
 
     def __len__(self) -> int:
         return len(self._scanned().skills)
@@ -188,6 +198,7 @@ class SkillRegistry:
             request,
             backend=self.settings.backend if backend is None else backend,
             guard=self.settings.guard if guard is None else guard,
+            settings=self.settings,
         )
 
     def run_request(self, name: str, script: str, args=None, stdin=None, timeout=None, memory=None,
@@ -257,6 +268,10 @@ class SkillRegistry:
     def __repr__(self) -> str:
         n = len(self._scan.skills) if self._scan is not None else "?"
         return f"<SkillRegistry {n} skills from {len(self._roots())} roots>"
+
+
+def _by_name(meta: SkillMeta) -> str:
+    return meta.name
 
 
 def read_skill_body(skill_md: Path) -> str:

@@ -31,6 +31,7 @@ TRAIT_FIELDS = {
     "network": "network",
     "output_cap": "output_cap",
     "guard": "guard",
+    "pool_size": "pool_size",
 }
 
 
@@ -57,6 +58,9 @@ class IPySkillsConfig(Configurable):
     network = Bool(_DEFAULTS.network, help="Give runs network access (off by default).").tag(config=True)
     output_cap = Int(_DEFAULTS.output_cap, help="Bytes kept of stdout and of stderr, each.").tag(config=True)
     guard = Bool(_DEFAULTS.guard, help="Run the static guard before every script.").tag(config=True)
+    pool_size = Int(_DEFAULTS.pool_size,
+                    help="Docker containers started ahead of runs, each used once (0 turns the warm pool "
+                         "off).").tag(config=True)
     authoring_root = Unicode("./skills", help="Where %%skill writes a skill that does not exist yet."
                              ).tag(config=True)
     table_rows = Int(50, help="Catalog rows shown before the table says 'showing N of M'.").tag(config=True)
@@ -75,6 +79,12 @@ class IPySkillsConfig(Configurable):
             parse_size(proposal["value"], "IPySkills.memory")
         except ConfigError as exc:
             raise TraitError(str(exc)) from None
+        return proposal["value"]
+
+    @validate("pool_size")
+    def _check_pool_size(self, proposal):
+        if proposal["value"] < 0:
+            raise TraitError(f"IPySkills.pool_size must be 0 (off) or more, got {proposal['value']!r}")
         return proposal["value"]
 
     @validate("read_cap", "manifest_cap", "pids", "output_cap", "table_rows")

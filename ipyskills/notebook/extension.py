@@ -66,3 +66,13 @@ def unload_ipython_extension(ip) -> None:
             del formatter.type_printers[cls]
     if magics.completer in ip.Completer.custom_matchers:
         ip.Completer.custom_matchers.remove(magics.completer)
+    _drain_pool()
+
+
+def _drain_pool() -> None:
+    """Pooled containers go with the extension (only if a pool was ever started: no docker import)."""
+    import sys
+
+    pool = sys.modules.get("ipyskills.sandbox.pool")
+    if pool is not None:
+        pool.drain_all()

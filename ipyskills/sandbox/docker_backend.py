@@ -1,11 +1,17 @@
 """The Docker backend: one fresh hardened container per run, removed on every path.
 
 The container's command is a small launcher (launcher.py) that receives the job on stdin after start:
-argv, environment, stdin bytes and, for a remote engine, the skill files. The script writes straight to
-the container's stdout/stderr, which we read through an attach socket (the log driver is off, so a flood
-is never stored by the engine) and cap with OutputBuffer. When the script exits, the launcher sends the
-files under the output folder as a tar after a per-run secret marker, while the container still runs
-(tmpfs contents vanish when it stops).
+argv, environment, stdin bytes and, for a remote engine or a pooled container, the skill files. The script
+writes straight to the container's stdout/stderr, which we read through an attach socket (the log driver is
+off, so a flood is never stored by the engine) and cap with OutputBuffer. When the script exits, the
+launcher sends its report (exit code, OOM kills, then the files under the output folder as a tar) between
+two copies of a per-run secret marker, while the container still runs (tmpfs contents vanish when it
+stops).
+
+Per run the engine sees: create, attach, start, then one removal, which runs in a background thread once
+the result is known (the container is no longer needed, so the caller does not wait for it). The exit
+code and OOM kills come from the launcher's report; wait and inspect are only used when the report never
+came. With a warm pool (pool.py) even create, attach and start happen ahead of time.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import queue
 import secrets
 import select
 import socket
@@ -22,6 +29,7 @@ import struct
 import tarfile
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 from ..errors import SandboxError
@@ -33,41 +41,52 @@ from .result import Artifact, ExecuteResult, OutputBuffer
 LABEL = "ipyskills.sandbox"
 LABEL_PID = "ipyskills.pid"
 LABEL_HOST = "ipyskills.host"
+LABEL_POOL = "ipyskills.pool"  # "1" on containers started ahead of time by the warm pool
 UID = 1000
 WORKDIR = "/skill"
 OUTPUT_DIR = "/output"
 HOME_SEED = "/opt/ipyskills/home"
 SKILL_COPY_CAP = 64 * 1024**2  # a skill copied to a remote engine lives in a tmpfs charged to its memory
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".ipynb_checkpoints"}
+POOLED_SKILL_TMPFS = 2 * SKILL_COPY_CAP + 1024**2  # a pooled container does not know its skill's size yet
+IMAGE_CHECK_TTL = 60.0  # seconds a positive image check is trusted (a failed create also clears it)
 _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
 
 _live: dict[str, object] = {}  # container id -> client, for the atexit sweep
 _live_lock = threading.Lock()
+_clients: dict[tuple, object] = {}  # (endpoint, purpose) -> docker client, reused across runs
+_image_seen: dict[tuple, float] = {}  # (endpoint, image) -> monotonic time of the last positive check
+_shared_lock = threading.Lock()
 
 
 class DockerBackend:
     """Runs one script per fresh container. `skill_transfer` is "auto" (bind-mount read-only when the
-    engine is on this machine, else copy), "mount" or "copy"."""
+    engine is on this machine, else copy), "mount" or "copy". With `pool_size` > 0, runs whose limits
+    match `pool_limits` (default: Limits()) take a container from a warm pool (pool.py) when one is ready;
+    the others, and every run while the pool is empty, get a fresh container."""
 
     name = "docker"
 
-    def __init__(self, image: str = DEFAULT_IMAGE, client=None, skill_transfer: str = "auto"):
+    def __init__(self, image: str = DEFAULT_IMAGE, client=None, skill_transfer: str = "auto",
+                 pool_size: int = 0, pool_limits: Limits | None = None):
         if skill_transfer not in ("auto", "mount", "copy"):
             raise SandboxError(f"skill_transfer must be auto, mount or copy, got {skill_transfer!r}")
         self.image = image or DEFAULT_IMAGE
         self._client = client
         self._probe = client
         self.skill_transfer = skill_transfer
+        self.pool_size = pool_size
+        self.pool_limits = pool_limits or Limits()
 
     # -- readiness -------------------------------------------------------------------------------------
     def probe_client(self):
         if self._probe is None:
-            self._probe = docker_client.connect(timeout=3)  # short: readiness must answer fast
+            self._probe = shared_client(probe=True)  # short timeout: readiness must answer fast
         return self._probe
 
     def client(self):
         if self._client is None:
-            self._client = docker_client.connect()
+            self._client = shared_client()
         return self._client
 
     def readiness(self) -> tuple[bool, str]:
@@ -78,6 +97,10 @@ class DockerBackend:
         except (*docker_client.engine_errors(), SandboxError) as exc:
             return False, (f"no Docker engine answers ({docker_client.short(exc)}): start the Docker engine "
                            "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST")
+        seen_key = (_endpoint_of(probe), self.image)
+        seen = _image_seen.get(seen_key)
+        if seen is not None and time.monotonic() - seen < IMAGE_CHECK_TTL:
+            return True, f"Docker engine ready, image {self.image}"
         try:
             from .image import image_info
 
@@ -87,6 +110,7 @@ class DockerBackend:
         if info is None:
             return False, (f"the sandbox image {self.image} is not present: build the image: "
                            "ipyskills sandbox build [--offline]")
+        _image_seen[seen_key] = time.monotonic()
         return True, f"Docker engine ready, image {self.image} ({info['id']})"
 
     def ensure_ready(self) -> None:
@@ -100,8 +124,21 @@ class DockerBackend:
         argv = request.argv  # raises SandboxError for an unknown interpreter before anything starts
         client = self.client()
         client.api.timeout = max(docker_client.DEFAULT_TIMEOUT, int(limits.timeout) + 30)
-        copy = self._copy_skill(client)
-        skill_tar = tar_skill(Path(request.skill_dir)) if copy else b""
+        image = request.image or self.image
+        pool = self.pool(client, image) if self.pool_size > 0 else None
+        skill_tar = None  # made before a container is taken, so a failure here leaves nothing to remove
+        use_pool = pool is not None and pool.serves(image, limits)
+        if use_pool:
+            try:
+                skill_tar = cached_skill_tar(Path(request.skill_dir))
+            except SandboxError:
+                use_pool = False  # too large to copy in; a fresh container can still mount it
+        warm = pool.take() if use_pool else None
+        copy = warm is not None or self._copy_skill(client)
+        if not copy:
+            skill_tar = b""
+        elif skill_tar is None:
+            skill_tar = cached_skill_tar(Path(request.skill_dir))
         marker = "\0\0ipyskills-end-" + secrets.token_hex(16) + "\0\0"
         job = {
             "argv": argv,
@@ -112,107 +149,180 @@ class DockerBackend:
             "artifact_cap": limits.artifact_cap, "artifact_files": limits.artifact_files,
         }
         payload = json.dumps(job).encode() + b"\n" + skill_tar + bytes(request.stdin)
-        container = self._create(client, request, limits, copy, len(skill_tar))
+        container_id = warm.id if warm is not None else None
         try:
-            return self._attach_and_run(container, payload, marker.encode(), limits, copy)
+            if warm is not None:
+                sock, started = warm.sock, time.monotonic()
+            else:
+                skill_dir = None if copy else Path(request.skill_dir).resolve()
+                container_id = create_container(client, image, limits, skill_dir=skill_dir,
+                                                skill_bytes=len(skill_tar))
+                sock, started = start_attached(client, container_id), time.monotonic()
+            result = self._exchange(client, container_id, sock, payload, marker.encode(), limits, started)
+        except BaseException:
+            if container_id is not None:
+                _remove(client, container_id)  # interrupted or failed: remove now, before anything else
+            raise
+        else:
+            remove_later(client, container_id)  # the result is known; its removal need not delay it
         finally:
-            _remove(client, container.id)
+            if pool is not None:
+                pool.refill()  # after the run, so refilling does not compete with it
+        result.isolation = isolation_line(limits, copy, pooled=warm is not None)
+        return result
+
+    def pool(self, client, image: str):
+        """The warm pool for this engine and image (started lazily; see pool.py)."""
+        from .pool import pool_for
+
+        return pool_for(client, image, self.pool_limits, self.pool_size)
 
     def _copy_skill(self, client) -> bool:
         if self.skill_transfer == "auto":
             return not docker_client.is_local(client)
         return self.skill_transfer == "copy"
 
-    def _create(self, client, request, limits: Limits, copy: bool, skill_bytes: int):
-        import docker.errors
-        from docker.types import LogConfig
-
-        tmpfs = {
-            "/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmp_size}",
-            OUTPUT_DIR: f"rw,noexec,nosuid,nodev,size={output_size(limits)},uid={UID},gid={UID},mode=0700",
-        }
-        volumes = {}
-        if copy:
-            # exec: a skill may run its own helper programs, as it can from a read-only mount
-            tmpfs[WORKDIR] = f"rw,exec,nosuid,nodev,size={skill_bytes * 2 + 1024**2},uid={UID},gid={UID},mode=0755"
-        else:
-            volumes[str(Path(request.skill_dir).resolve())] = {"bind": WORKDIR, "mode": "ro"}
-        try:
-            container = client.containers.create(
-                request.image or self.image,
-                command=["python3", "-I", "-S", "-c", _LAUNCHER_SOURCE],
-                user=f"{UID}:{UID}", working_dir=WORKDIR, environment={},
-                stdin_open=True, tty=False, detach=True,
-                labels={LABEL: "1", LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname()},
-                cap_drop=["ALL"], security_opt=["no-new-privileges:true"], read_only=True,
-                tmpfs=tmpfs, volumes=volumes,
-                network_mode="bridge" if limits.network else "none",
-                mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
-                nano_cpus=int(limits.cpus * 1e9), ipc_mode="private",
-                log_config=LogConfig(type="none"),  # output is read live; the engine keeps none of it
-            )
-        except docker.errors.ImageNotFound:
-            raise SandboxError(f"the sandbox image {request.image or self.image} is not present: build the "
-                               "image: ipyskills sandbox build [--offline]") from None
-        except docker.errors.APIError as exc:
-            raise SandboxError(f"Docker refused to create the sandbox container: {exc.explanation or exc}")
-        with _live_lock:
-            _live[container.id] = client
-        return container
-
-    def _attach_and_run(self, container, payload: bytes, marker: bytes, limits: Limits, copy: bool):
+    def _exchange(self, client, container_id: str, sock, payload: bytes, marker: bytes, limits: Limits,
+                  started: float) -> ExecuteResult:
+        """Send the job to the launcher, read the output and the report until the deadline."""
         import docker.errors
 
-        sock = container.client.api.attach_socket(
-            container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         raw = getattr(sock, "_sock", sock)
         stdout, stderr = OutputBuffer(limits.output_cap), OutputBuffer(limits.output_cap)
         reader = _StreamReader(stdout, stderr, marker, trailer_cap(limits))
         try:
-            started = time.monotonic()
-            try:
-                container.start()
-            except docker.errors.APIError as exc:
-                raise SandboxError(f"Docker could not start the sandbox container: {exc.explanation or exc}")
             deadline = time.monotonic() + limits.timeout
             sender = threading.Thread(target=_send, args=(raw, payload), daemon=True)
             sender.start()
             timed_out = not reader.pump(raw, deadline)
             wall_ms = (time.monotonic() - started) * 1000.0
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 sock.close()
-            except OSError:
-                pass
-        state = {}
-        if timed_out:
-            _kill(container)
-        else:
-            try:
-                exit_status = container.wait(timeout=max(5, int(deadline - time.monotonic()) + 5))
-                container.reload()
-                state = container.attrs.get("State", {})
-                state["ExitCode"] = exit_status.get("StatusCode", state.get("ExitCode"))
-            except (docker.errors.APIError, OSError) as exc:
-                raise SandboxError(f"lost contact with the sandbox container: {docker_client.short(exc)}")
         summary = reader.summary()
-        exit_code = None if timed_out else state.get("ExitCode")
-        oom = bool(state.get("OOMKilled")) or (exit_code == 137 and summary.get("signal") in (9, None))
+        if timed_out:
+            _remove(client, container_id)  # host-enforced: kill and remove right away
+            exit_code, oom = None, False
+        elif reader.complete and isinstance(summary.get("exit"), int):
+            exit_code = summary["exit"]
+            kills = summary.get("oom_kills")
+            oom = kills > 0 if isinstance(kills, int) else (exit_code == 137 and summary.get("signal") == 9)
+        else:  # the launcher never reported (e.g. it was killed): ask the engine
+            try:
+                exit_status = client.api.wait(container_id, timeout=max(5, int(deadline - time.monotonic()) + 5))
+                state = client.api.inspect_container(container_id).get("State", {})
+            except (docker.errors.APIError, *docker_client.engine_errors()) as exc:
+                raise SandboxError(f"lost contact with the sandbox container: {docker_client.short(exc)}")
+            exit_code = exit_status.get("StatusCode", state.get("ExitCode"))
+            oom = bool(state.get("OOMKilled")) or (exit_code == 137 and summary.get("signal") in (9, None))
         return ExecuteResult(
             exit_code=exit_code,
             stdout=stdout.text(), stderr=stderr.text(),
             duration_ms=summary.get("duration_ms") or wall_ms,
             timed_out=timed_out, oom_killed=oom and not timed_out,
             stdout_truncated=stdout.truncated, stderr_truncated=stderr.truncated,
-            backend=self.name, isolation=isolation_line(limits, copy),
-            artifacts=reader.artifacts(limits),
+            backend=self.name, artifacts=reader.artifacts(limits),
         )
 
 
-def isolation_line(limits: Limits, copy: bool) -> str:
+def shared_client(probe: bool = False):
+    """One docker client per engine endpoint, reused by every run (and a short-timeout one for probes)."""
+    base_url, tls = docker_client.engine_endpoint()
+    key = (base_url, tls is not None, probe)
+    with _shared_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = docker_client.connect(timeout=3 if probe else docker_client.DEFAULT_TIMEOUT)
+            _clients[key] = client
+    return client
+
+
+def _endpoint_of(client) -> str:
+    return str(getattr(client.api, "base_url", ""))
+
+
+def create_container(client, image: str, limits: Limits, *, skill_dir: Path | None = None,
+                     skill_bytes: int = 0, pooled: bool = False, idle_exit: float | None = None) -> str:
+    """Create (not start) a hardened sandbox container; returns its id. The skill is bind-mounted
+    read-only from `skill_dir`, or (skill_dir None) gets a tmpfs the launcher unpacks the copy into."""
+    import docker.errors
+    from docker.types import LogConfig
+
+    tmpfs = {
+        "/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmp_size}",
+        OUTPUT_DIR: f"rw,noexec,nosuid,nodev,size={output_size(limits)},uid={UID},gid={UID},mode=0700",
+    }
+    binds = {}
+    if skill_dir is None:
+        size = POOLED_SKILL_TMPFS if pooled else skill_bytes * 2 + 1024**2
+        # exec: a skill may run its own helper programs, as it can from a read-only mount
+        tmpfs[WORKDIR] = f"rw,exec,nosuid,nodev,size={size},uid={UID},gid={UID},mode=0755"
+    else:
+        binds[str(skill_dir)] = {"bind": WORKDIR, "mode": "ro"}
+    command = ["python3", "-I", "-S", "-c", _LAUNCHER_SOURCE]
+    if idle_exit is not None:
+        command += ["--idle-exit", f"{idle_exit:g}"]
+    labels = {LABEL: "1", LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname()}
+    if pooled:
+        labels[LABEL_POOL] = "1"
+    api = client.api
+    try:
+        # The low-level call: the high-level one inspects the new container again, a wasted round trip.
+        host_config = api.create_host_config(
+            cap_drop=["ALL"], security_opt=["no-new-privileges:true"], read_only=True,
+            tmpfs=tmpfs, binds=binds or None,
+            network_mode="bridge" if limits.network else "none",
+            mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
+            nano_cpus=int(limits.cpus * 1e9), ipc_mode="private",
+            log_config=LogConfig(type="none"),  # output is read live; the engine keeps none of it
+        )
+        created = api.create_container(
+            image, command=command, user=f"{UID}:{UID}", working_dir=WORKDIR, environment={},
+            stdin_open=True, tty=False, detach=True, labels=labels, host_config=host_config,
+        )
+    except docker.errors.ImageNotFound:
+        _image_seen.pop((_endpoint_of(client), image), None)
+        raise SandboxError(f"the sandbox image {image} is not present: build the "
+                           "image: ipyskills sandbox build [--offline]") from None
+    except docker.errors.APIError as exc:
+        raise SandboxError(f"Docker refused to create the sandbox container: {exc.explanation or exc}")
+    except docker_client.engine_errors() as exc:
+        raise SandboxError(f"no Docker engine answers ({docker_client.short(exc)}): start the Docker engine "
+                           "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST") from None
+    container_id = created["Id"]
+    with _live_lock:
+        _live[container_id] = client
+    return container_id
+
+
+def start_attached(client, container_id: str):
+    """Attach to the container's stdin/stdout/stderr, then start it; returns the attach socket.
+    On failure the container is removed and SandboxError raised."""
+    import docker.errors
+
+    sock = None
+    try:
+        sock = client.api.attach_socket(
+            container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        client.api.start(container_id)
+        return sock
+    except BaseException as exc:
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
+        _remove(client, container_id)
+        if isinstance(exc, docker.errors.APIError):
+            raise SandboxError(f"Docker could not start the sandbox container: {exc.explanation or exc}") from None
+        if isinstance(exc, docker_client.engine_errors()):
+            raise SandboxError(f"lost contact with the Docker engine: {docker_client.short(exc)}") from None
+        raise
+
+
+def isolation_line(limits: Limits, copy: bool, pooled: bool = False) -> str:
     network = "network bridge (asked for)" if limits.network else "network none"
     skill = "skill copied in, write-protected" if copy else "skill mounted read-only"
-    return (f"docker: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
+    where = "docker (warm pool)" if pooled else "docker"
+    return (f"{where}: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
             f"{limits.memory // 1024**2} MiB (no swap), {limits.pids} pids, {limits.cpus:g} CPU, "
             f"/tmp noexec {limits.tmp_size // 1024**2} MiB, {skill}")
 
@@ -234,17 +344,53 @@ def _send(raw, payload: bytes) -> None:
         pass  # the container ended before reading everything (e.g. the script exited early)
 
 
+class _MarkerSplitter:
+    """Passes one stream's bytes on to `out` until the marker, holding back only what could be its start."""
+
+    def __init__(self, out: OutputBuffer, marker: bytes):
+        self.out, self.marker = out, marker
+        self._pending = b""
+
+    def feed(self, data: bytes) -> bytes | None:
+        """Write the part before the marker; once it is found, return what follows it (else None)."""
+        data = self._pending + data
+        at = data.find(self.marker)
+        if at >= 0:
+            self.out.write(data[:at])
+            self._pending = b""
+            return data[at + len(self.marker):]
+        keep = len(self.marker) - 1
+        self.out.write(data[:-keep] if len(data) > keep else b"")
+        self._pending = data[-keep:] if len(data) > keep else data
+        return None
+
+    def flush(self) -> None:
+        if self._pending:
+            self.out.write(self._pending)
+            self._pending = b""
+
+
 class _StreamReader:
-    """Demultiplexes Docker's attach stream into capped stdout/stderr, and splits off the trailer."""
+    """Demultiplexes Docker's attach stream into capped stdout/stderr, and splits off the report: the
+    launcher ends stderr with the marker and sends marker, report, marker on stdout."""
 
     def __init__(self, stdout: OutputBuffer, stderr: OutputBuffer, marker: bytes, cap: int):
-        self.stdout, self.stderr, self.marker, self.cap = stdout, stderr, marker, cap
-        self._pending = b""  # stdout bytes that might be the start of the marker
+        self.marker, self.cap = marker, cap
+        self._out = _MarkerSplitter(stdout, marker)
+        self._err = _MarkerSplitter(stderr, marker)
+        self.stderr_done = False
         self.trailer: bytearray | None = None
+        self.trailer_done = False
         self.trailer_overflow = False
+        self._tail = b""  # the last bytes of an overflowing trailer, where its end marker may start
+
+    @property
+    def complete(self) -> bool:
+        """Both streams have ended with the marker: everything the run printed and reported is here."""
+        return self.stderr_done and self.trailer_done
 
     def pump(self, raw, deadline: float) -> bool:
-        """Read until the container closes the stream (True) or the deadline passes (False)."""
+        """Read until the report is complete or the stream closes (True), or the deadline passes (False)."""
         buf = bytearray()
         while True:
             remaining = deadline - time.monotonic()
@@ -273,36 +419,43 @@ class _StreamReader:
                 self._frame(kind, bytes(buf[offset + 8:offset + 8 + size]))
                 offset += 8 + size
             del buf[:offset]
+            if self.complete:
+                return True
 
     def _frame(self, kind: int, data: bytes) -> None:
         if kind == 2:
-            self.stderr.write(data)
+            if not self.stderr_done and self._err.feed(data) is not None:
+                self.stderr_done = True  # anything after the marker is not the script's
+            return
+        if self.trailer_done:
             return
         if self.trailer is not None:
             self._trailer_add(data)
             return
-        data = self._pending + data
-        at = data.find(self.marker)
-        if at >= 0:
-            self.stdout.write(data[:at])
-            self._pending = b""
+        rest = self._out.feed(data)
+        if rest is not None:
             self.trailer = bytearray()
-            self._trailer_add(data[at + len(self.marker):])
-            return
-        keep = len(self.marker) - 1
-        self.stdout.write(data[:-keep] if len(data) > keep else b"")
-        self._pending = data[-keep:] if len(data) > keep else data
+            self._trailer_add(rest)
 
     def _trailer_add(self, data: bytes) -> None:
-        if len(self.trailer) + len(data) > self.cap:
+        window = self._tail + data
+        at = window.find(self.marker)
+        if at >= 0:
+            self.trailer_done = True
+            data = window[len(self._tail):at] if at >= len(self._tail) else b""
+            if at < len(self._tail) and not self.trailer_overflow:  # it began in bytes kept: drop them
+                del self.trailer[len(self.trailer) - (len(self._tail) - at):]
+        else:
+            self._tail = window[-(len(self.marker) - 1):]
+        if self.trailer_overflow or len(self.trailer) + len(data) > self.cap:
             self.trailer_overflow = True
             return
         self.trailer += data
 
     def _flush(self) -> None:
-        if self._pending:
-            self.stdout.write(self._pending)
-            self._pending = b""
+        self._out.flush()
+        if not self.stderr_done:
+            self._err.flush()
 
     def summary(self) -> dict:
         if self.trailer is None:
@@ -340,34 +493,62 @@ class _StreamReader:
         return result
 
 
+def _skill_files(root: Path):
+    """(path, resolved path, stat) of each file a copy of the skill holds, in a stable order: regular
+    files, and symlinks only when they stay inside the skill. Raises SandboxError when it is too large."""
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            real = path.resolve()
+            if not real.is_file() or (real != root and root not in real.parents):
+                continue  # a link leaving the skill, a socket, a device: never sent
+            st = real.stat()
+            total += st.st_size
+            if total > SKILL_COPY_CAP:
+                raise SandboxError(f"the skill folder {root} holds more than {SKILL_COPY_CAP // 1024**2} MiB; "
+                                   "move large data out of it or run against a local Docker engine")
+            yield path, real, st
+
+
 def tar_skill(root: Path) -> bytes:
     """The skill folder as a tar: regular files and folders; symlinks only when they stay inside it."""
     root = root.resolve()
     buf = io.BytesIO()
-    total = 0
     with tarfile.open(fileobj=buf, mode="w:", format=tarfile.PAX_FORMAT) as tar:
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-            for name in sorted(filenames):
-                path = Path(dirpath) / name
-                real = path.resolve()
-                if not real.is_file() or (real != root and root not in real.parents):
-                    continue  # a link leaving the skill, a socket, a device: never sent
-                total += real.stat().st_size
-                if total > SKILL_COPY_CAP:
-                    raise SandboxError(f"the skill folder {root} holds more than {SKILL_COPY_CAP // 1024**2} MiB; "
-                                       "move large data out of it or run against a local Docker engine")
-                info = tar.gettarinfo(str(real), arcname=str(path.relative_to(root)))
-                info.uid = info.gid = UID
-                info.uname = info.gname = ""
-                with open(real, "rb") as fh:
-                    tar.addfile(info, fh)
+        for path, real, _st in _skill_files(root):
+            info = tar.gettarinfo(str(real), arcname=str(path.relative_to(root)))
+            info.uid = info.gid = UID
+            info.uname = info.gname = ""
+            with open(real, "rb") as fh:
+                tar.addfile(info, fh)
     return buf.getvalue()
 
 
-def _kill(container) -> None:
-    with contextlib.suppress(*docker_client.engine_errors()):  # already exited: removal is what matters
-        container.kill()
+_TAR_CACHE_ENTRIES = 8
+_tar_cache: OrderedDict[Path, tuple[tuple, bytes]] = OrderedDict()  # root -> (signature, tar)
+_tar_cache_lock = threading.Lock()
+
+
+def cached_skill_tar(root: Path) -> bytes:
+    """tar_skill, reused while no file in the skill changed (same names, sizes, mtimes and modes), so
+    repeated runs of a skill only stat its files."""
+    root = root.resolve()
+    signature = tuple((str(path), str(real), st.st_size, st.st_mtime_ns, st.st_mode)
+                      for path, real, st in _skill_files(root))
+    with _tar_cache_lock:
+        hit = _tar_cache.get(root)
+        if hit is not None and hit[0] == signature:
+            _tar_cache.move_to_end(root)
+            return hit[1]
+    data = tar_skill(root)
+    with _tar_cache_lock:
+        _tar_cache[root] = (signature, data)
+        _tar_cache.move_to_end(root)
+        while len(_tar_cache) > _TAR_CACHE_ENTRIES:
+            _tar_cache.popitem(last=False)
+    return data
 
 
 def _remove(client, container_id: str) -> None:
@@ -383,8 +564,44 @@ def _remove(client, container_id: str) -> None:
         _live.pop(container_id, None)
 
 
+_removals: queue.Queue = queue.Queue()
+_remover: threading.Thread | None = None
+_remover_lock = threading.Lock()
+
+
+def remove_later(client, container_id: str) -> None:
+    """Remove a finished run's container in a background thread (it stays in the atexit sweep's list
+    until it is gone)."""
+    global _remover
+    with _remover_lock:
+        if _remover is None or not _remover.is_alive():
+            _remover = threading.Thread(target=_remove_queued, name="ipyskills-container-remover", daemon=True)
+            _remover.start()
+    _removals.put((client, container_id))
+
+
+def _remove_queued() -> None:
+    while True:
+        client, container_id = _removals.get()
+        try:
+            _remove(client, container_id)  # engine errors leave it to the atexit sweep and `sandbox cleanup`
+        finally:
+            _removals.task_done()
+
+
+def flush_removals(timeout: float = 30.0) -> bool:
+    """Wait until every queued removal has been tried; False if that took longer than `timeout`."""
+    deadline = time.monotonic() + timeout
+    while _removals.unfinished_tasks:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 @atexit.register
 def _remove_live_containers() -> None:
+    flush_removals(timeout=10.0)
     with _live_lock:
         pending = list(_live.items())
     for container_id, client in pending:

@@ -8,16 +8,23 @@ Protocol (host -> container, on stdin):
                    "artifact_cap", "artifact_files"}
     then `skill_tar` bytes (a tar of the skill when it is copied instead of mounted), then `stdin` bytes.
 Container -> host: the script writes straight to the container's stdout/stderr (the launcher copies
-nothing). When it has exited, every other process is killed, and the launcher writes to stdout:
-    marker, one JSON line {"exit", "signal", "duration_ms", "files": [{"path", "size", "returned"}]},
-    then a tar of the returned output files.
-The marker is random per run and only known to the host and this process (which is made non-dumpable),
-so a script cannot end its own output early. The container's exit code is the script's (128+N for a
-signal), so the host does not depend on the trailer for it.
+nothing). When it has exited, every other process is killed, and the launcher writes the marker to stderr
+(everything the script wrote to stderr came before it), then to stdout:
+    marker, one JSON line {"exit", "signal", "duration_ms", "oom_kills", "files": [{"path", "size",
+    "returned"}]}, then a tar of the returned output files, then the marker again.
+So the host knows the run is over as soon as both markers have arrived, without waiting for the container
+to stop. The marker is random per run and only known to the host and this process (which is made
+non-dumpable), so a script cannot end its own output early. `oom_kills` counts the kernel's out-of-memory
+kills in the container's cgroup (None when the cgroup files are not visible). The container's exit code is
+the script's (128+N for a signal), so the host can fall back to it when the report never comes.
+
+A pooled container starts the launcher ahead of time; `--idle-exit SECONDS` makes it give up and exit if
+no job arrives in that time (so a container whose owner died does not wait forever).
 """
 
 import json
 import os
+import select
 import signal
 import stat
 import sys
@@ -35,6 +42,24 @@ def read_exact(fd, n):
         parts.append(piece)
         left -= len(piece)
     return b"".join(parts)
+
+
+def wait_for_job(fd, idle_exit):
+    if idle_exit is None:
+        return
+    try:
+        ready = select.select([fd], [], [], idle_exit)[0]
+    except InterruptedError:
+        ready = [fd]
+    if not ready:
+        sys.stderr.write("ipyskills launcher: no job arrived in time\n")
+        sys.exit(125)
+
+
+def idle_exit_from(argv):
+    if "--idle-exit" in argv[:-1]:
+        return float(argv[argv.index("--idle-exit") + 1])
+    return None
 
 
 def read_header(fd):
@@ -159,13 +184,29 @@ class FdWriter:
         return len(data)
 
 
+def oom_kills():
+    """Out-of-memory kills in this container's cgroup so far (cgroup v2, then v1), or None."""
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def send_trailer(job, exit_code, sig, duration_ms):
     import tarfile
 
+    marker = job["marker"].encode()
+    write_all(2, marker)
     files = list_outputs(job["output"], job["artifact_cap"], job["artifact_files"]) if job.get("output") else []
-    summary = {"exit": exit_code, "signal": sig, "duration_ms": duration_ms,
+    summary = {"exit": exit_code, "signal": sig, "duration_ms": duration_ms, "oom_kills": oom_kills(),
                "files": [{k: f[k] for k in ("path", "size", "returned")} for f in files]}
-    write_all(1, job["marker"].encode() + json.dumps(summary).encode() + b"\n")
+    write_all(1, marker + json.dumps(summary).encode() + b"\n")
     with tarfile.open(fileobj=FdWriter(1), mode="w|", format=tarfile.PAX_FORMAT) as tar:
         for f in files:
             if f["returned"]:
@@ -173,12 +214,14 @@ def send_trailer(job, exit_code, sig, duration_ms):
                     tar.add(f["full"], arcname=f["path"], recursive=False)
                 except OSError:
                     pass
+    write_all(1, marker)
 
 
 def main():
     import subprocess
 
     hide_from_other_processes()
+    wait_for_job(0, idle_exit_from(sys.argv))
     job = read_header(0)
     if job.get("skill_tar"):
         unpack_skill(0, job["skill_tar"], job["cwd"])

@@ -32,8 +32,10 @@ class RunRequest:
         return [*command_for(self.skill_dir / self.script, self.script), *self.args]
 
 
-def select_backend(name: str, image: str):
-    """The backend object for `name`; `auto` prefers Docker and says why when it falls back."""
+def select_backend(name: str, image: str, settings=None):
+    """The backend object for `name`; `auto` prefers Docker and says why when it falls back. With
+    `settings`, the Docker backend keeps a warm pool of `settings.pool_size` containers for runs with the
+    configured limits."""
     if name not in BACKENDS:
         raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
     if name == "local":
@@ -42,7 +44,11 @@ def select_backend(name: str, image: str):
         return LocalBackend(), ""
     from .docker_backend import DockerBackend
 
-    docker = DockerBackend(image=image)
+    if settings is not None and settings.pool_size != 0:  # a negative size is refused by the pool
+        docker = DockerBackend(image=image, pool_size=settings.pool_size,
+                               pool_limits=Limits.from_settings(settings))
+    else:
+        docker = DockerBackend(image=image)
     if name == "docker":
         docker.ensure_ready()  # raises SandboxError saying what to run
         return docker, ""
@@ -70,10 +76,10 @@ def guard_request(request: RunRequest) -> list:
     return report.findings
 
 
-def run(request: RunRequest, backend: str = "auto", guard: bool = True) -> ExecuteResult:
+def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings=None) -> ExecuteResult:
     findings = guard_request(request) if guard else []
     request.argv  # resolve the interpreter before any container starts (clear error if unknown)
-    impl, notice = select_backend(backend, request.image)
+    impl, notice = select_backend(backend, request.image, settings)
     result = impl.run(request)
     result.findings = list(findings)
     result.notice = notice

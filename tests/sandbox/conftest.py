@@ -36,8 +36,13 @@ def no_container_left(request):
     yield
     if request.node.get_closest_marker("docker") is None or "docker_backend" not in request.fixturenames:
         return
-    from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID
+    import sys
 
+    from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID, flush_removals
+
+    if "ipyskills.sandbox.pool" in sys.modules:  # a warm pool holds containers on purpose: empty it first
+        sys.modules["ipyskills.sandbox.pool"].drain_all()
+    assert flush_removals(timeout=30), "finished runs' containers were not removed within 30 s"
     client = request.getfixturevalue("docker_backend").client()
     left = client.containers.list(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
     for container in left:  # remove them so one failure does not cascade into the next tests

@@ -1,0 +1,309 @@
+"""A warm pool of sandbox containers: created and started ahead of time, each used for exactly one run.
+
+Starting a container is most of a fresh run's cost (about 0.2-0.3 s of the engine's time). A pooled
+container has already been created, attached to and started, with the launcher waiting for its job on
+stdin, so a run only sends the job and reads the result. Nothing is ever reused: a container serves one
+run and is then removed like any other, so no state can pass from one run to the next.
+
+- One pool per engine and image, made for one set of container limits (memory, pids, CPUs, /tmp size,
+  network, output folder size): a run with other limits gets a fresh container, as without a pool.
+- A pooled container's mounts are fixed when it is created, so the skill is always copied in (through
+  the launcher, from a tar cached per skill), never bind-mounted.
+- A background thread refills the pool after each run, up to `size` containers, and never makes the
+  caller wait. It starts lazily, on the first Docker run or on `warm()`, and backs off when the engine
+  refuses.
+- A container idle for more than `max_idle` seconds, or whose launcher has died, is discarded, not used;
+  the pool only refills after a run, so an idle session ends up holding nothing. The launcher itself
+  exits if no job came within `max_idle` plus a margin, so a pool whose process was killed stops too.
+- Pooled containers carry the usual labels (owner pid and host), plus `ipyskills.pool=1`: they are in the
+  backend's atexit sweep, `drain_all()` runs at exit, on `%unload_ext`, and `ipyskills sandbox cleanup`
+  removes what a killed process left.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import select
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from ..errors import ConfigError, SandboxError
+from . import docker_backend  # imported first, so its atexit sweep runs after drain_all (LIFO)
+from .policy import Limits
+
+MAX_IDLE = 600.0  # seconds a started container may wait for its run
+IDLE_EXIT_MARGIN = 60.0  # the launcher gives up this long after the pool would have discarded it
+MAX_SIZE = 8
+FAILURES_BEFORE_PAUSE = 3
+PAUSE_AFTER_FAILURES = 30.0  # seconds without refill attempts after repeated failures
+
+_pools: dict[tuple[str, str], ContainerPool] = {}  # (engine endpoint, image) -> pool
+_pools_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PoolKey:
+    """What a container is made with and cannot change afterwards."""
+
+    image: str
+    memory: int
+    pids: int
+    cpus: float
+    tmp_size: int
+    network: bool
+    output_size: int
+
+    @classmethod
+    def of(cls, image: str, limits: Limits) -> PoolKey:
+        return cls(image, limits.memory, limits.pids, float(limits.cpus), limits.tmp_size, limits.network,
+                   docker_backend.output_size(limits))
+
+
+@dataclass
+class WarmContainer:
+    """A started container whose launcher waits for a job on the attached socket."""
+
+    id: str
+    sock: object
+    ready_at: float  # time.monotonic() when it was started
+
+    def alive(self) -> bool:
+        """The launcher prints nothing before its job: anything readable (data or EOF) means it is gone."""
+        raw = getattr(self.sock, "_sock", self.sock)
+        try:
+            if getattr(raw, "pending", lambda: 0)():
+                return False
+            return not select.select([raw], [], [], 0)[0]
+        except (OSError, ValueError):
+            return False
+
+
+class ContainerPool:
+    """Up to `size` started containers for runs on `image` with limits matching `limits`."""
+
+    def __init__(self, client, image: str, limits: Limits, size: int, max_idle: float = MAX_IDLE):
+        self.client, self.image, self.limits = client, image, limits
+        self.key = PoolKey.of(image, limits)
+        self.size = _checked_size(size)
+        self.max_idle = max_idle
+        self.taken = 0  # runs served from the pool
+        self.missed = 0  # matching runs that found it empty
+        self.discarded = 0  # containers dropped as dead or too old
+        self.last_error = ""
+        self._idle: deque[WarmContainer] = deque()
+        self._creating = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self._last_demand = time.monotonic()
+        self._paused_until = 0.0
+        self._pid = os.getpid()
+
+    # -- used by the backend ---------------------------------------------------------------------------
+    def serves(self, image: str, limits: Limits) -> bool:
+        return self.size > 0 and PoolKey.of(image, limits) == self.key
+
+    def take(self) -> WarmContainer | None:
+        """A started container, now the caller's (to run once and remove), or None when none is ready."""
+        if os.getpid() != self._pid:
+            return None  # a forked child does not own its parent's containers
+        with self._cond:
+            now = self._last_demand = time.monotonic()
+            while self._idle:
+                warm = self._idle.popleft()
+                if now - warm.ready_at <= self.max_idle and warm.alive():
+                    self.taken += 1
+                    return warm
+                self._discard(warm)
+            self.missed += 1
+            return None
+
+    def refill(self) -> None:
+        """Top the pool up in the background (never waits)."""
+        if os.getpid() != self._pid:
+            return
+        with self._cond:
+            self._last_demand = time.monotonic()
+            while len(self._idle) > self.size:
+                self._discard(self._idle.pop())
+            if self._stopped or self.size == 0 or time.monotonic() < self._paused_until:
+                return
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._fill, name="ipyskills-pool-refill", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    # -- public ----------------------------------------------------------------------------------------
+    def warm(self, wait: float = 0.0) -> int:
+        """Start filling; with `wait`, block up to that many seconds until full. Returns the idle count."""
+        self.refill()
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while len(self._idle) < self.size and not self._stopped:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (self._thread is None and time.monotonic() < self._paused_until):
+                    break
+                self._cond.wait(remaining)
+            return len(self._idle)
+
+    def status(self) -> dict:
+        with self._cond:
+            return {"image": self.image, "size": self.size, "idle": len(self._idle), "starting": self._creating,
+                    "taken": self.taken, "missed": self.missed, "discarded": self.discarded,
+                    "last_error": self.last_error, "stopped": self._stopped}
+
+    def idle_ids(self) -> list[str]:
+        with self._cond:
+            return [w.id for w in self._idle]
+
+    def drain(self, wait: bool = True, timeout: float = 10.0) -> int:
+        """Stop refilling and remove every idle container (with `wait`, before returning, and also wait
+        for a container being started to be removed). Returns how many idle containers there were."""
+        with self._cond:
+            self._stopped = True
+            idle, self._idle = list(self._idle), deque()
+            thread = self._thread
+            self._cond.notify_all()
+        if os.getpid() != self._pid:
+            return 0
+        for warm in idle:
+            _close(warm)
+            if wait:
+                docker_backend._remove(self.client, warm.id)
+            else:
+                self._remove_later(warm.id)
+        if wait and thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        return len(idle)
+
+    # -- the refill thread -----------------------------------------------------------------------------
+    def _wanted(self) -> bool:
+        recently_used = time.monotonic() - self._last_demand < self.max_idle
+        return recently_used and len(self._idle) + self._creating < self.size
+
+    def _expire(self) -> float | None:
+        """Discard idle containers past max_idle; seconds until the next one expires (None: none idle)."""
+        now = time.monotonic()
+        while self._idle and (now - self._idle[0].ready_at > self.max_idle or not self._idle[0].alive()):
+            self._discard(self._idle.popleft())
+        return self._idle[0].ready_at + self.max_idle - now if self._idle else None
+
+    def _fill(self) -> None:
+        failures = 0
+        while True:
+            with self._cond:
+                while not self._stopped and not self._wanted():
+                    self._cond.wait(self._expire())
+                    self._expire()
+                if self._stopped:
+                    return
+                self._creating += 1
+            try:
+                warm = self._start_one()
+            except Exception as exc:  # noqa: BLE001 - a failed refill must never surface in a run
+                failures += 1
+                with self._cond:
+                    self._creating -= 1
+                    self.last_error = str(exc) or type(exc).__name__
+                    if failures >= FAILURES_BEFORE_PAUSE:
+                        self._paused_until = time.monotonic() + PAUSE_AFTER_FAILURES
+                        self._thread = None
+                        self._cond.notify_all()
+                        return
+                    self._cond.wait(0.5 * 2**failures)
+                continue
+            failures = 0
+            with self._cond:
+                self._creating -= 1
+                if warm is None:
+                    return  # stopped while it was being made; already removed
+                if self._stopped:
+                    self._discard(warm)
+                    return
+                self._idle.append(warm)
+                self._cond.notify_all()
+
+    def _start_one(self) -> WarmContainer | None:
+        container_id = docker_backend.create_container(self.client, self.image, self.limits, pooled=True,
+                                                       idle_exit=self.max_idle + IDLE_EXIT_MARGIN)
+        if self._stopped:
+            docker_backend._remove(self.client, container_id)
+            return None
+        sock = docker_backend.start_attached(self.client, container_id)  # removes the container if it cannot start
+        return WarmContainer(container_id, sock, time.monotonic())
+
+    def _discard(self, warm: WarmContainer) -> None:
+        self.discarded += 1
+        _close(warm)
+        self._remove_later(warm.id)
+
+    def _remove_later(self, container_id: str) -> None:
+        docker_backend.remove_later(self.client, container_id)
+
+
+def _close(warm: WarmContainer) -> None:
+    with contextlib.suppress(OSError):
+        warm.sock.close()
+
+
+def _checked_size(size) -> int:
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ConfigError(f"pool_size must be a whole number of at least 0 (0 turns the pool off), got {size!r}")
+    return min(size, MAX_SIZE)
+
+
+def pool_for(client, image: str, limits: Limits, size: int) -> ContainerPool:
+    """The process's pool for this engine and image, made (or re-made, when the limits changed) on demand.
+    Nothing starts until the pool is warmed or refilled."""
+    size = _checked_size(size)
+    endpoint = str(getattr(client.api, "base_url", ""))
+    with _pools_lock:
+        pool = _pools.get((endpoint, image))
+        if pool is not None and (pool.key != PoolKey.of(image, limits) or pool._stopped):
+            pool.drain(wait=False)  # made for other limits: its containers would never be used
+            pool = None
+        if pool is None:
+            pool = _pools[(endpoint, image)] = ContainerPool(client, image, limits, size)
+        else:
+            pool.size = size
+    return pool
+
+
+def pools() -> list[ContainerPool]:
+    with _pools_lock:
+        return list(_pools.values())
+
+
+def warm(settings=None, wait: float = 0.0) -> ContainerPool:
+    """Start the warm pool for `settings` (default: `Settings.from_env()`) now rather than on the first
+    run; with `wait`, block up to that many seconds until it is full. Raises SandboxError when Docker is
+    not ready and ConfigError when the pool is turned off (pool_size 0)."""
+    from ..settings import Settings
+
+    settings = settings if settings is not None else Settings.from_env()
+    if settings.pool_size <= 0:
+        raise ConfigError("the warm pool is off (pool_size is 0): set pool_size to 1 or more "
+                          "(IPYSKILLS_POOL_SIZE, or %config IPySkills.pool_size = 2)")
+    backend = docker_backend.DockerBackend(image=settings.image, pool_size=settings.pool_size,
+                            pool_limits=Limits.from_settings(settings))
+    backend.ensure_ready()
+    pool = backend.pool(backend.client(), backend.image)
+    pool.warm(wait)
+    if wait and pool.last_error and not pool.idle_ids():
+        raise SandboxError(f"the warm pool could not start a container: {pool.last_error}")
+    return pool
+
+
+def drain_all(timeout: float = 10.0) -> int:
+    """Remove every pooled container this process holds (at exit, on `%unload_ext`). Returns the count."""
+    with _pools_lock:
+        mine = list(_pools.values())
+        _pools.clear()
+    return sum(pool.drain(wait=True, timeout=timeout) for pool in mine)
+
+
+atexit.register(drain_all)
