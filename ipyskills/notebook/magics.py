@@ -471,8 +471,8 @@ def _check_agent_options(command: str, args) -> None:
 # ---------------------------------------------------------------------- tab completion
 
 _COMPLETED = {"%skill_load": "load", "%skill_run": "run", "%%skill_run": "run", "%skill": "author",
-              "%%skill": "author"}
-_VALUE_OPTIONS = {"--backend", "--timeout", "--memory", "-o", "--output"}
+              "%%skill": "author", "%%skill_call": "call"}
+_VALUE_OPTIONS = {"--backend", "--timeout", "--memory", "-o", "--output", "--allow"}
 _COMPLETION_CAP = 200
 
 
@@ -505,6 +505,10 @@ def _skill_completions(reg, line: str) -> list[str] | None:
     word = "" if line[-1:].isspace() else words[-1]
     if word.startswith("-") or (len(words) > 1 and not line[-1:].isspace() and words[-2] in _VALUE_OPTIONS):
         return None
+    if kind == "call":
+        from ..core.tools import TOOL_NAMES
+
+        return [t for t in TOOL_NAMES if t.startswith(word)] if not done else None
     if not done:
         if "/" in word and kind != "run":
             name, _, prefix = word.partition("/")

@@ -334,3 +334,15 @@ def test_config_names_may_be_folder_names_and_typos_are_reported(ip):
     ip.run_line_magic("config", "IPySkills.agent_allow = None")
     ip.run_line_magic("config", "IPySkills.agent_disabled = ['bad-skill']")
     assert ip.run_line_magic("skills", "agent").hidden["Bad_Skill"].startswith("disabled for this session")
+
+
+def test_skill_call_completes_tool_names(ip):
+    from IPython.core.completer import provisionalcompleter
+
+    def complete(text):
+        with provisionalcompleter():
+            return sorted({c.text for c in ip.Completer.completions(text, len(text))})
+
+    assert complete("%%skill_call re") == ["read_skill"]
+    assert complete("%%skill_call --allow hello -o r ex") == ["execute_skill_script"]
+    assert "hello" not in complete("%%skill_call read_skill he")  # the cell holds the arguments
