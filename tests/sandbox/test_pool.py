@@ -463,3 +463,68 @@ def test_an_overflowing_report_still_ends_at_its_marker():
     chunks = [_frames(2, marker), _frames(1, marker + big[:2500]), _frames(1, big[2500:] + marker)]
     ended, reader, out, err = _read(chunks, marker, cap=1000)
     assert ended and reader.complete and reader.trailer_overflow and out == "" and err == ""
+
+
+@pytest.fixture
+def shell(monkeypatch, tmp_path):
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    monkeypatch.chdir(tmp_path)
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    ip = InteractiveShell.instance(config=config)
+    yield ip
+    if "ipyskills" in ip.extension_manager.loaded:
+        ip.run_line_magic("unload_ext", "ipyskills")
+    InteractiveShell.clear_instance()
+
+
+@docker
+def test_unload_ext_drains_the_pool(docker_backend, shell):
+    shell.run_line_magic("load_ext", "ipyskills")
+    pool = pool_mod.warm(Settings(pool_size=2), wait=30)
+    client = docker_backend.client()
+    assert len(our_containers(client, pooled=True)) == 2
+    shell.run_line_magic("unload_ext", "ipyskills")
+    assert pool.status()["stopped"] and pool_mod.pools() == []
+    assert flush_removals()
+    assert our_containers(client, pooled=True) == []
+
+
+def test_load_ext_starts_no_pool_and_imports_no_docker():
+    code = textwrap.dedent("""
+        import sys
+        from IPython.core.interactiveshell import InteractiveShell
+        from traitlets.config import Config
+        config = Config()
+        config.HistoryManager.hist_file = ":memory:"
+        ip = InteractiveShell.instance(config=config)
+        ip.run_line_magic("load_ext", "ipyskills")
+        ip.run_line_magic("config", "IPySkills.pool_size = 3")
+        ip.run_line_magic("unload_ext", "ipyskills")
+        print(sorted(m for m in ("docker", "ipyskills.sandbox.pool", "ipyskills.sandbox.docker_backend")
+                     if m in sys.modules))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_pool_size_setting_and_trait():
+    from traitlets import TraitError
+
+    from ipyskills.notebook.config import IPySkillsConfig
+
+    assert Settings().pool_size == 2
+    assert Settings.from_env({"IPYSKILLS_POOL_SIZE": "0"}).pool_size == 0
+    with pytest.raises(ConfigError, match="IPYSKILLS_POOL_SIZE"):
+        Settings.from_env({"IPYSKILLS_POOL_SIZE": "two"})
+    cfg = IPySkillsConfig()
+    cfg.pool_size = 4
+    assert cfg.settings().pool_size == 4
+    with pytest.raises(TraitError, match="pool_size"):
+        cfg.pool_size = -1
+    with pytest.raises(ConfigError, match="at least 0"):
+        pool_mod.pool_for(None, "img", Limits(), -1)
+    assert pool_mod.ContainerPool(None, "img", Limits(), 50).size == pool_mod.MAX_SIZE
