@@ -10,7 +10,7 @@ variable; core objects render richly through the formatters the extension regist
 Agent prototyping (`%skills tools`, `%skills prompt --format`, `%%skill_call`, `%skills agent`) goes through
 one `AgentView` built by `agent_view()` from the session's agent filter (the `agent_allow`, `agent_disabled`
 and `agent_enabled` traits), so the tools, the system prompt and a replayed call always agree, and agree with
-an agent loop given `(%skills agent).view`.
+an agent loop given the `.view` that `%skills agent` returns.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import List, Unicode
 
+from ..core.agent_prompt import PROMPT_FORMATS
+from ..core.tools import FORMATS as TOOL_FORMATS
+from ..core.tools import TOOL_NAMES
 from ..errors import SkillError
 from .config import IPySkillsConfig
 from .display import (
@@ -40,8 +43,6 @@ from .display import (
 )
 
 SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent")
-TOOL_FORMATS = ("openai", "anthropic")
-PROMPT_FORMATS = ("xml", "markdown")
 ALL_SKILLS = "*"  # `--allow '*'` lifts the session's allow-list (not a valid skill name, so unambiguous)
 _AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled")
 _IMAGE_PREFIX = "image/"
@@ -506,8 +507,6 @@ def _skill_completions(reg, line: str) -> list[str] | None:
     if word.startswith("-") or (len(words) > 1 and not line[-1:].isspace() and words[-2] in _VALUE_OPTIONS):
         return None
     if kind == "call":
-        from ..core.tools import TOOL_NAMES
-
         return [t for t in TOOL_NAMES if t.startswith(word)] if not done else None
     if not done:
         if "/" in word and kind != "run":
