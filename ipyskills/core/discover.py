@@ -2,7 +2,14 @@
 
 A root is a folder of skill folders (walked, bounded) or a single skill folder. Roots are searched in order;
 the first skill to claim a name wins and every later one is reported as shadowed, never dropped silently.
-Metadata is cached per SKILL.md by (mtime_ns, size), so a re-scan where nothing changed costs only stats.
+Metadata is cached per SKILL.md by its stat (mtime, ctime, size, inode), so a re-scan where nothing changed
+costs one stat per skill and opens no file. Listing reads only each frontmatter; advice about the body
+(length, encoding) comes from `validate` and `validate.body_advice`, on demand.
+
+The walk's bounds follow the client guide (depth 4-6, about 2000 folders): `MAX_DEPTH` levels below a root
+and `MAX_DIRS` folders *listed* per root. A skill folder is recognised by one stat of its SKILL.md and is not
+listed, so the folder cap does not limit how many skills a root holds: 10,000 skill folders side by side, or
+in up to 2000 group folders, are all found.
 """
 
 from __future__ import annotations
@@ -11,13 +18,15 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
+from typing import NamedTuple
 
 from ..errors import SkillError
 from ..settings import DEFAULT_ROOTS
 from .model import Problem, SkillMeta
 
 MAX_DEPTH = 4  # folder levels below a root that are searched for skills
-MAX_DIRS = 2000  # folders opened per root
+MAX_DIRS = 2000  # folders listed per root (skill folders are not listed, so they do not count)
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
                        ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"})
 SKILL_FILE_NAMES = ("SKILL.md", "skill.md")  # the uppercase name is preferred when both exist
@@ -73,20 +82,54 @@ def find_skill_folders(root: Path, *, max_depth: int = MAX_DEPTH, max_dirs: int 
     The walk stops descending once a folder holds a SKILL.md (skills don't nest), skips VCS and cache
     folders, follows symlinked folders (a linked skill is still a skill) but never the same real folder twice.
     """
+    root = Path(root)
+    found, diagnostics = _walk(str(root), os.path.realpath(root), max_depth, max_dirs)
+    return [Path(hit.folder) for hit in found], diagnostics
+
+
+class _Hit(NamedTuple):
+    folder: str  # as reached (through links, so output keeps their names)
+    skill_md: str
+    real: str  # the real folder, to notice the same skill reached twice
+    stat: os.stat_result  # of the SKILL.md, taken once per scan: the cache key
+
+
+def _skill_md_of(folder: str) -> tuple[str, os.stat_result] | None:
+    """The folder's SKILL.md (else skill.md) with its stat, when it is a regular file. One stat per name."""
+    for name in SKILL_FILE_NAMES:
+        path = folder + os.sep + name
+        try:
+            st = os.stat(path)
+        except OSError:  # absent, or the folder cannot be searched: not a skill folder
+            continue
+        if S_ISREG(st.st_mode):
+            return path, st
+    return None
+
+
+def _entry_name(entry: os.DirEntry) -> str:
+    return entry.name
+
+
+def _walk(root: str, real_root: str, max_depth: int, max_dirs: int) -> tuple[list[_Hit], list[Problem]]:
+    """Breadth-first, bounded by `max_dirs` folders *listed* and `max_depth` levels.
+
+    Skill folders are never listed (a skill's SKILL.md is found with one stat), so a flat root of 10,000
+    skills costs one listing; the cap bounds how much of a big non-skill tree (a home folder) is searched.
+    Real paths come from the parent's real path plus the entry name, and `realpath` is called only for
+    symlinks, which keeps the walk to about one system call per skill.
+    """
     diagnostics: list[Problem] = []
-    if skill_file_in(root):
-        return [root], diagnostics
-    found: list[Path] = []
+    hit = _skill_md_of(root)
+    if hit:
+        return [_Hit(root, hit[0], real_root, hit[1])], diagnostics
+    found: list[_Hit] = []
     seen: set[str] = set()
-    queue = deque([(root, 0)])
+    queue = deque([(root, real_root, 0)])
     opened = 0
     depth_hit = False
     while queue:
-        folder, depth = queue.popleft()
-        try:
-            real = os.path.realpath(folder)
-        except OSError:
-            continue
+        folder, real, depth = queue.popleft()
         if real in seen:
             continue
         seen.add(real)
@@ -99,27 +142,29 @@ def find_skill_folders(root: Path, *, max_depth: int = MAX_DEPTH, max_dirs: int 
         opened += 1
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_entry_name)
         except OSError:
             continue
+        real_prefix = real if real.endswith(os.sep) else real + os.sep
         for entry in entries:
             if entry.name in SKIP_DIRS:
                 continue
             try:
                 if not entry.is_dir():  # follows symlinks
                     continue
+                child_real = os.path.realpath(entry.path) if entry.is_symlink() else real_prefix + entry.name
             except OSError:
                 continue
-            child = Path(entry.path)
-            if skill_file_in(child):
-                found.append(child)
+            hit = _skill_md_of(entry.path)
+            if hit:
+                found.append(_Hit(entry.path, hit[0], child_real, hit[1]))
             elif depth + 1 < max_depth:
-                queue.append((child, depth + 1))
+                queue.append((entry.path, child_real, depth + 1))
             elif not depth_hit:
                 depth_hit = True
                 diagnostics.append(Problem(
                     "walk-depth", None,
-                    f"{root}: folders deeper than {max_depth} levels were not searched (e.g. {child}).",
+                    f"{root}: folders deeper than {max_depth} levels were not searched (e.g. {entry.path}).",
                     "warning"))
     return found, diagnostics
 
@@ -139,7 +184,8 @@ class Discovery:
         self.max_depth = max_depth
         self.max_dirs = max_dirs
         self._loader = loader  # (folder, root) -> (SkillMeta | None, problems); default validate.load_meta
-        self._cache: dict[tuple[str, str], tuple[tuple[int, int], SkillMeta | None, list[Problem]]] = {}
+        # (folder, root) -> (stamp of the SKILL.md, meta or None, problems)
+        self._cache: dict[tuple[str, str], tuple[tuple, SkillMeta | None, list[Problem]]] = {}
         self.loads = 0  # SKILL.md files actually read (not served from the cache); tests and benchmarks use it
 
     def scan(self, roots: list[Root]) -> ScanResult:
@@ -159,53 +205,70 @@ class Discovery:
                     result.diagnostics.append(Problem(
                         "root-missing", None, f"skill root {root.path} {what}; check the path", "warning"))
                 continue
-            folders, notes = find_skill_folders(root.path, max_depth=self.max_depth, max_dirs=self.max_dirs)
+            root_key = str(root.path)
+            hits, notes = _walk(root_key, real_root, self.max_depth, self.max_dirs)
             result.diagnostics += notes
-            for folder in folders:
-                real = os.path.realpath(folder)
-                if real in seen_skills:
+            for hit in hits:
+                if hit.real in seen_skills:
                     continue  # reached again through an overlapping root or a link: same skill
-                seen_skills.add(real)
-                key = (str(folder), str(root.path))
+                seen_skills.add(hit.real)
+                key = (hit.folder, root_key)
                 live_keys.add(key)
-                meta, problems = self._load(folder, root.path, key)
+                meta, problems = self._load(hit, root.path, key)
                 if meta is None:
-                    result.skipped.append((folder, problems))
+                    result.skipped.append((Path(hit.folder), list(problems)))
                     continue
                 if meta.name in winners:
                     result.shadowed.append((winners[meta.name], meta))
                     continue
                 winners[meta.name] = meta
                 result.skills.append(meta)
-        for stale in set(self._cache) - live_keys:
-            del self._cache[stale]
+        if len(live_keys) != len(self._cache):
+            for stale in set(self._cache) - live_keys:
+                del self._cache[stale]
         return result
 
-    def _load(self, folder: Path, root: Path, key) -> tuple[SkillMeta | None, list[Problem]]:
-        skill_md = skill_file_in(folder)
-        try:
-            st = os.stat(skill_md) if skill_md else None
-        except OSError:
-            st = None
-        if st is None:
-            return None, [Problem("skill-md-missing", None, f"{folder}: SKILL.md disappeared during the scan")]
-        stamp = (st.st_mtime_ns, st.st_size)
+    def _load(self, hit: _Hit, root: Path, key) -> tuple[SkillMeta | None, list[Problem]]:
+        st = hit.stat
+        # ctime and inode catch a rewrite that kept the size and restored the mtime (rsync -t, touch -r)
+        stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
         cached = self._cache.get(key)
-        if cached and cached[0] == stamp:
-            return cached[1], list(cached[2])
+        if cached is not None and cached[0] == stamp:
+            return cached[1], cached[2]
         self.loads += 1
+        folder = Path(hit.folder)
         try:
-            meta, problems = self._loader_fn()(folder, root)
+            if self._loader is not None:
+                meta, problems = self._loader(folder, root)
+            else:
+                meta, problems = _listing_loader()(folder, root, skill_md=_exact_skill_md(hit),
+                                                   scan_body=False)
         except SkillError as exc:
             meta, problems = None, [Problem("unreadable", None, str(exc))]
         except OSError as exc:
-            meta, problems = None, [Problem("unreadable", None, f"{skill_md}: {exc.strerror or exc}")]
-        self._cache[key] = (stamp, meta, list(problems))
-        return meta, list(problems)
+            meta, problems = None, [Problem("unreadable", None, f"{hit.skill_md}: {exc.strerror or exc}")]
+        self._cache[key] = (stamp, meta, problems)
+        return meta, problems
 
-    def _loader_fn(self):
-        if self._loader is None:
-            from .validate import load_meta
 
-            self._loader = load_meta
-        return self._loader
+def _exact_skill_md(hit: _Hit) -> Path | None:
+    """The SKILL.md path with its name as stored, so a lowercase `skill.md` gets its warning.
+
+    On a case-insensitive file system `SKILL.md` also opens `skill.md`; when both names stat to the same
+    file, ask the folder listing (find_skill_md). None lets the loader look for itself.
+    """
+    if not hit.skill_md.endswith(SKILL_FILE_NAMES[0]):
+        return Path(hit.skill_md)
+    try:
+        other = os.stat(hit.folder + os.sep + SKILL_FILE_NAMES[1])
+    except OSError:
+        return Path(hit.skill_md)  # no lowercase twin: the name is exact
+    if (other.st_ino, other.st_dev) != (hit.stat.st_ino, hit.stat.st_dev):
+        return Path(hit.skill_md)  # two files; SKILL.md wins
+    return None
+
+
+def _listing_loader():
+    from .validate import load_meta  # imported on first scan: it pulls in YAML
+
+    return load_meta

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: 10,000 skills' metadata stays small
 class Problem:
     """One finding about a skill. `severity` is "error" (violates the specification) or "warning"."""
 
@@ -22,7 +22,7 @@ class Problem:
         return self.message
 
 
-@dataclass
+@dataclass(slots=True)
 class SkillMeta:
     """Level-1 facts about one loaded skill. The body is read on demand, never stored here."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from ..errors import ConfigError, ResourceError, SandboxError, SkillError, SkillNotFound
+from ..errors import ConfigError, ResourceError, SandboxError, SkillNotFound
 from ..settings import Settings
 from . import resources as res
 from .discover import Discovery, Root, ScanResult, default_roots, make_root

@@ -14,13 +14,16 @@ names the non-ASCII characters. Names are not Unicode-normalised and must equal 
 Lenient (`load_meta`) follows the client guide: a skill loads despite name problems, a missing name (the
 folder name is used), extension keys and unquoted-colon YAML; it is skipped, with a recorded problem, only
 when its frontmatter cannot be read or it has no usable description. Everything strict finds is kept on
-the loaded skill as severity "error" problems (it loads but is not spec-valid), next to "warning" advice
-such as a SKILL.md over 500 lines. Scalar metadata values are turned into the text written in the file.
+the loaded skill as severity "error" problems (it loads but is not spec-valid), next to "warning" advice.
+Discovery lists from the frontmatter alone; body advice (a SKILL.md over 500 lines, a non-UTF-8 body) is
+read on demand by `validate_path` and `body_advice`. Scalar metadata values are turned into the text
+written in the file.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -28,8 +31,8 @@ from pathlib import Path
 from ..errors import InvalidSkill
 from .model import Problem, SkillMeta
 from .parse import (
-    ParsedSkillMd,
     SkillMdError,
+    body_offset,
     body_scan,
     find_skill_md,
     kind_of,
@@ -51,6 +54,7 @@ MAX_BODY_TOKENS = 5000  # "< 5000 tokens recommended"
 BYTES_PER_TOKEN = 4  # rough estimate, enough for advice
 LISTING_SCAN_CAP = 256 * 1024  # body bytes read to give advice when listing
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+_VALID_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # passes every name rule below
 
 # Every `Problem.code` the parser and the validator produce. Codes are stable: tools may match on them.
 PROBLEM_CODES = {
@@ -199,6 +203,9 @@ def _check_name(frontmatter: dict, folder_name: str | None, written: dict) -> li
         return [_error("name-missing", "name", "Missing required field in frontmatter: name. Add "
                        f"'name: {folder_name or 'my-skill'}' (the folder's name).")]
     name = frontmatter["name"]
+    if (isinstance(name, str) and len(name) <= MAX_NAME_LENGTH and _VALID_NAME.fullmatch(name)
+            and folder_name in (None, name)):
+        return []  # the common case, decided by one regex
     if name is None:
         name = ""
     if not isinstance(name, str):
@@ -378,20 +385,25 @@ def validate_path(path: Path) -> ValidationReport:
         report.problems.extend(parsed.problems)
         written = string_view(parsed) if _needs_strings(parsed.frontmatter) else None
         report.problems.extend(check_frontmatter(parsed.frontmatter, _folder_name(folder), written=written))
-        report.problems.extend(_body_problems(parsed, limit=None))
+        report.problems.extend(_body_problems(parsed.path, parsed.body_offset, limit=None))
     except InvalidSkill as exc:
         report.problems.append(_as_problem(exc))
     return report
 
 
-def load_meta(folder: Path, root: Path) -> tuple[SkillMeta | None, list[Problem]]:
+def load_meta(folder: Path, root: Path, *, skill_md: Path | None = None, scan_body: bool = True
+              ) -> tuple[SkillMeta | None, list[Problem]]:
     """Lenient loading for discovery: (SkillMeta, its problems) or (None, the problems that made it skip).
 
-    Reads only the frontmatter and a bounded part of the body; never raises for a bad skill.
+    Reads the frontmatter and, with `scan_body`, a bounded part of the body (`LISTING_SCAN_CAP`) for
+    advice such as "over 500 lines". Discovery passes `scan_body=False`, so listing reads only the
+    frontmatter, and the SKILL.md it already found. Never raises for a bad skill.
     """
-    folder = Path(os.path.abspath(folder))
+    if not (isinstance(folder, Path) and folder.is_absolute()):  # discovery's folders already are
+        folder = Path(os.path.abspath(folder))
     try:
-        skill_md = find_skill_md(folder)
+        if skill_md is None:
+            skill_md = find_skill_md(folder)
         if skill_md is None:
             return None, [_error("skill-md-missing", None, f"Missing required file: SKILL.md in {folder}.")]
         parsed = parse_skill_md(skill_md, lenient=True)
@@ -416,7 +428,8 @@ def load_meta(folder: Path, root: Path) -> tuple[SkillMeta | None, list[Problem]
                                     "usable name.", "warning"))
         if isinstance(frontmatter.get("metadata"), dict):
             frontmatter["metadata"] = _metadata_as_text(frontmatter["metadata"], strings)
-        problems += _body_problems(parsed, limit=LISTING_SCAN_CAP)
+        if scan_body:
+            problems += _body_problems(parsed.path, parsed.body_offset, limit=LISTING_SCAN_CAP)
     except InvalidSkill as exc:
         return None, [_as_problem(exc)]
     meta = SkillMeta(
@@ -424,7 +437,7 @@ def load_meta(folder: Path, root: Path) -> tuple[SkillMeta | None, list[Problem]
         description=description.strip(),
         path=folder,
         skill_md=skill_md,
-        root=Path(os.path.abspath(root)),
+        root=root if isinstance(root, Path) and root.is_absolute() else Path(os.path.abspath(root)),
         frontmatter=frontmatter,
         problems=problems,
     )
@@ -434,8 +447,21 @@ def load_meta(folder: Path, root: Path) -> tuple[SkillMeta | None, list[Problem]
 # -- helpers ------------------------------------------------------------------------------------------
 
 
-def _body_problems(parsed: ParsedSkillMd, *, limit: int | None) -> list[Problem]:
-    lines, body_bytes, _, bad = body_scan(parsed.path, parsed.body_offset, limit)
+def body_advice(skill_md: Path) -> list[Problem]:
+    """Findings about a SKILL.md's body (over 500 lines, over about 5000 tokens, empty, not UTF-8), read now.
+
+    What listing leaves out, for a skill card or an editor. Reads at most `LISTING_SCAN_CAP` body bytes;
+    [] when the file cannot be read or has no frontmatter (listing or activation reports that).
+    """
+    try:
+        offset = body_offset(Path(skill_md))
+        return _body_problems(Path(skill_md), offset, limit=LISTING_SCAN_CAP)
+    except (InvalidSkill, OSError):
+        return []
+
+
+def _body_problems(path: Path, offset: int, *, limit: int | None) -> list[Problem]:
+    lines, body_bytes, _, bad = body_scan(path, offset, limit)
     problems = []
     if bad is not None:
         problems.append(_error("body-not-utf8", None,
@@ -450,17 +476,17 @@ def _body_problems(parsed: ParsedSkillMd, *, limit: int | None) -> list[Problem]
                                 f"The body is {body_bytes} bytes (roughly {tokens} tokens); the specification "
                                 f"recommends under {MAX_BODY_TOKENS} tokens. Move detail into references/.",
                                 "warning"))
-    if body_bytes <= 4096 and _blank_body(parsed):
+    if body_bytes <= 4096 and _blank_body(path, offset):
         problems.append(Problem("body-empty", None,
                                 "SKILL.md has no instructions after the frontmatter; add the Markdown body "
                                 "an agent reads when it activates the skill.", "warning"))
     return problems
 
 
-def _blank_body(parsed: ParsedSkillMd) -> bool:
+def _blank_body(path: Path, offset: int) -> bool:
     try:
-        with parsed.path.open("rb") as f:
-            f.seek(parsed.body_offset)
+        with path.open("rb") as f:
+            f.seek(offset)
             return not f.read(4096).strip()
     except OSError:
         return False
@@ -470,7 +496,7 @@ def _needs_strings(frontmatter: dict) -> bool:
     meta = frontmatter.get("metadata")
     values = [*meta.values(), *meta.keys()] if isinstance(meta, dict) else []
     values += [frontmatter.get(key) for key in ("name", "description", "compatibility")]
-    return any(_is_scalar(v) and v is not None and not isinstance(v, str) for v in values)
+    return any(v is not None and not isinstance(v, str) and _is_scalar(v) for v in values)
 
 
 def _as_text(value, strings: dict | None, key: str) -> str | None:
