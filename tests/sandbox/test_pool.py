@@ -528,3 +528,28 @@ def test_pool_size_setting_and_trait():
     with pytest.raises(ConfigError, match="at least 0"):
         pool_mod.pool_for(None, "img", Limits(), -1)
     assert pool_mod.ContainerPool(None, "img", Limits(), 50).size == pool_mod.MAX_SIZE
+
+
+@docker
+@pytest.mark.slow
+def test_kernel_shutdown_leaves_no_pooled_container(docker_backend):
+    from jupyter_client.manager import start_new_kernel
+
+    manager, kc = start_new_kernel(kernel_name="python3")
+    printed = []
+
+    def keep(msg):
+        if msg["msg_type"] == "stream":
+            printed.append(msg["content"]["text"])
+
+    try:
+        code = ("import os\nfrom ipyskills.sandbox import pool\nfrom ipyskills.settings import Settings\n"
+                "p = pool.warm(Settings(pool_size=2), wait=30)\nprint(os.getpid(), len(p.idle_ids()))")
+        reply = kc.execute_interactive(code, timeout=90, output_hook=keep)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        pid, idle = map(int, "".join(printed).split())
+        assert idle == 2 and len(our_containers(docker_backend.client(), pid=pid, pooled=True)) == 2
+    finally:
+        kc.stop_channels()
+        manager.shutdown_kernel(now=False)  # a polite shutdown, as Jupyter does it
+    assert our_containers(docker_backend.client(), pid=pid) == []
