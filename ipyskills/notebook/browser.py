@@ -17,6 +17,7 @@ from . import display
 
 TABS = ("Instructions", "Files", "Run", "Agent text")
 LEVELS = ("1 catalog", "2 activation", "3 file")
+PANE_HEIGHT = "36em"
 
 
 class SkillBrowser(w.VBox):
@@ -25,21 +26,24 @@ class SkillBrowser(w.VBox):
     def __init__(self, registry, magics=None, rows: int = 14):
         self.registry = registry
         self.magics = magics
+        self.max_rows = rows
         self._updating = False
+        # width "auto" stretches to the cell; "100%" plus the widgets' margins overflows it by a few pixels.
         self.filter = w.Text(placeholder="filter by name, description, status or root", continuous_update=True,
-                             layout=w.Layout(width="100%"))
+                             layout=w.Layout(width="auto"))
         self.count = w.HTML()
-        self.skills = w.Select(options=[], rows=rows, layout=w.Layout(width="100%"))
-        self.details = w.HTML()
+        self.skills = w.Select(options=[], rows=rows, layout=w.Layout(width="auto"))
+        # Long instructions and files scroll inside their tab instead of making the output pages tall.
+        self.details = w.HTML(layout=w.Layout(max_height=PANE_HEIGHT, overflow="auto"))
         self.files = w.Select(options=[], rows=10, layout=w.Layout(width="35%"))
-        self.file_view = w.HTML(layout=w.Layout(width="65%"))
+        self.file_view = w.HTML(layout=w.Layout(width="65%", max_height=PANE_HEIGHT, overflow="auto"))
         self.script = w.Dropdown(options=[], description="script")
         self.args = w.Text(description="args", placeholder="shell-style, e.g. --n 3 'two words'")
         self.stdin = w.Textarea(description="stdin", layout=w.Layout(width="100%", height="6em"))
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.output = w.Output(layout=w.Layout(border="1px solid #d0d7de", min_height="2em"))
         self.level = w.ToggleButtons(options=LEVELS, value=LEVELS[1])
-        self.agent_text = w.HTML()
+        self.agent_text = w.HTML(layout=w.Layout(max_height=PANE_HEIGHT, overflow="auto"))
         self.tabs = w.Tab(children=[
             self.details,
             w.HBox([self.files, self.file_view]),
@@ -62,6 +66,7 @@ class SkillBrowser(w.VBox):
     def refresh(self) -> None:
         """Re-read the registry's skill list (after adding or editing skills)."""
         self._all = self.registry.list()
+        self.skills.rows = max(3, min(self.max_rows, len(self._all)))  # no tall empty list for a few skills
         self._show(self.filter.value)
 
     def _show(self, text: str) -> None:
