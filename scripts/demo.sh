@@ -21,7 +21,9 @@ mkdir -p "$out"
 ln -s ../examples/skills "$out/skills"
 
 printf '\n==> sandbox: '
-if [ "${IPYSKILLS_BACKEND:-auto}" != local ] && .venv/bin/ipyskills sandbox status >/dev/null 2>&1; then
+if [ "${IPYSKILLS_BACKEND:-auto}" = local ]; then
+    echo "local backend chosen (IPYSKILLS_BACKEND=local or IPYSKILLS_SKIP_DOCKER=1)"
+elif .venv/bin/ipyskills sandbox status >/dev/null 2>&1; then
     echo "Docker engine and image ready; scripts run in fresh hardened containers"
 else
     echo "Docker not ready; scripts run on the local backend (each result says what it isolated)"
@@ -35,12 +37,14 @@ done
 status=0
 .venv/bin/python scripts/run_notebooks.py --out "$out" "${notebooks[@]}" || status=$?
 
+lab_flags=""
+if [ "$(id -u)" = 0 ]; then lab_flags=" --allow-root"; fi  # JupyterLab refuses root without it
 cat <<MSG
 
 Executed notebooks and their HTML are in $out/:
 $(cd "$out" && ls -1 -- *.ipynb *.html | sed 's/^/  /')
 
-Open them in JupyterLab:   .venv/bin/jupyter lab $out/quickstart.ipynb
+Open them in JupyterLab:   .venv/bin/jupyter lab$lab_flags $out/quickstart.ipynb
 or read the HTML:          $out/quickstart.html
 To run them yourself, open examples/*.ipynb in JupyterLab (kernel: Python 3 from .venv).
 MSG
