@@ -54,7 +54,7 @@ _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
 
 _live: dict[str, object] = {}  # container id -> client, for the atexit sweep
 _live_lock = threading.Lock()
-_clients: dict[tuple, object] = {}  # (endpoint, purpose) -> docker client, reused across runs
+_clients: dict[tuple, object] = {}  # (pid, endpoint, purpose) -> docker client, reused across runs
 _image_seen: dict[tuple, float] = {}  # (endpoint, image) -> monotonic time of the last positive check
 _shared_lock = threading.Lock()
 
@@ -228,7 +228,7 @@ class DockerBackend:
 def shared_client(probe: bool = False):
     """One docker client per engine endpoint, reused by every run (and a short-timeout one for probes)."""
     base_url, tls = docker_client.engine_endpoint()
-    key = (base_url, tls is not None, probe)
+    key = (os.getpid(), base_url, tls is not None, probe)  # a forked child must not share the connections
     with _shared_lock:
         client = _clients.get(key)
         if client is None:
