@@ -1,7 +1,8 @@
 """The skill browser (`%skills browse`, `ipyskills.browse()`), built from core ipywidgets only (no JS build).
 
-Layout: a filter box and one `Select` listing every skill with its status (one widget for the whole list,
-so a few thousand skills stay responsive); tabs for the selected skill: rendered instructions with
+Layout: a filter box and one `Select` listing the skills with their status (one widget for the whole list;
+at most `MAX_OPTIONS` entries, so 10,000 skills do not send 10,000 labels to the page on every keystroke:
+the count says how many more match, and typing narrows them); tabs for the selected skill: rendered instructions with
 frontmatter and validation, its files (choosing one shows it), a run panel, and the exact level-1/2/3 agent
 text. All HTML comes from `display.py`, which escapes skill text.
 """
@@ -16,6 +17,7 @@ from ..errors import SkillError
 from . import display
 
 TABS = ("Instructions", "Files", "Run", "Agent text")
+MAX_OPTIONS = 1000  # entries in the list at once; the filter reaches the rest
 LEVELS = ("1 catalog", "2 activation", "3 file")
 PANE_HEIGHT = "36em"
 
@@ -73,14 +75,18 @@ class SkillBrowser(w.VBox):
         table = display.SkillTable(self._all)
         shown = table.filter(text).skills if text else table.skills
         previous = self.skills.value
+        listed = shown[:MAX_OPTIONS]
         self._updating = True
         try:
-            self.skills.options = [(f"{display.status_mark(m.status)} {m.name}", m.name) for m in shown]
-            names = [m.name for m in shown]
-            self.skills.value = previous if previous in names else (names[0] if names else None)
+            self.skills.options = [(f"{display.status_mark(m.status)} {m.name}", m.name) for m in listed]
+            names = {m.name for m in listed}
+            self.skills.value = previous if previous in names else (listed[0].name if listed else None)
         finally:
             self._updating = False
-        self.count.value = f"<small>{len(shown)} of {len(self._all)} skill(s)</small>"
+        count = f"{len(shown)} of {len(self._all)} skill(s)"
+        if len(listed) < len(shown):
+            count += f"; the first {len(listed)} are listed, type in the filter to narrow"
+        self.count.value = f"<small>{display.esc(count)}</small>"
         self._select(self.skills.value)
 
     def _on_filter(self, change) -> None:

@@ -18,6 +18,7 @@ import json
 from pathlib import PurePosixPath
 
 TABLE_ROWS = 50  # catalog rows shown before "showing N of M"
+NOTE_ROWS = 20  # shadowed or skipped skills listed under the table before "… and N more"
 CSV_ROWS = 50  # rows of a CSV resource or artifact shown as a table
 INLINE_IMAGE_CAP = 5 * 1024 * 1024  # bytes of one image embedded in HTML
 
@@ -189,16 +190,35 @@ def shorten(text: str, width: int) -> str:
 # --------------------------------------------------------------------------- bundles for core objects
 
 
-def meta_html(meta) -> str:
-    """A skill's level-1 facts as HTML (unwrapped): card, problems, frontmatter."""
+def card_problems(meta) -> list:
+    """The skill's problems plus advice about its body, read now: listing reads only the frontmatter."""
+    problems = list(meta.problems)
+    skill_md = getattr(meta, "skill_md", None)
+    if skill_md is not None:
+        from ..core.validate import body_advice
+
+        known = {p.code for p in problems}
+        problems += [p for p in body_advice(skill_md) if p.code not in known]
+    return problems
+
+
+def _status(problems) -> str:
+    if any(p.severity == "error" for p in problems):
+        return "invalid"
+    return "warnings" if problems else "valid"
+
+
+def meta_html(meta, problems=None) -> str:
+    """A skill's level-1 facts as HTML (unwrapped): card, problems (body advice included), frontmatter."""
+    problems = card_problems(meta) if problems is None else problems
     card = (
-        f'<div class="card"><b style="font-size:1.15em">{esc(meta.name)}</b> {badge(meta.status)}'
+        f'<div class="card"><b style="font-size:1.15em">{esc(meta.name)}</b> {badge(_status(problems))}'
         f"<div>{esc(meta.description)}</div>"
         f'<div class="muted"><code>{esc(meta.path)}</code> (root <code>{esc(meta.root)}</code>)</div></div>'
     )
     parts = [card]
-    if meta.problems:
-        parts.append(details(f"{len(meta.problems)} problem(s)", problems_html(meta.problems), open_=True))
+    if problems:
+        parts.append(details(f"{len(problems)} problem(s)", problems_html(problems), open_=True))
     if meta.frontmatter:
         parts.append(details("frontmatter", frontmatter_html(meta.frontmatter)))
     return "".join(parts)
@@ -206,8 +226,9 @@ def meta_html(meta) -> str:
 
 def meta_bundle(meta) -> dict:
     """A skill's level-1 facts: card, frontmatter, problems."""
-    text = [f"{meta.name} [{meta.status}] {meta.description}", f"  {meta.path}", *problems_text(meta.problems)]
-    return {"text/plain": "\n".join(text), "text/html": wrap(meta_html(meta))}
+    problems = card_problems(meta)
+    text = [f"{meta.name} [{_status(problems)}] {meta.description}", f"  {meta.path}", *problems_text(problems)]
+    return {"text/plain": "\n".join(text), "text/html": wrap(meta_html(meta, problems))}
 
 
 def content_bundle(content, meta=None) -> dict:
@@ -475,9 +496,12 @@ class SkillTable:
             html_ += f'<p class="muted">{esc(note)}</p>'
         for label, items in (("shadowed by an earlier root", self.shadowed), ("skipped", self.skipped)):
             if items:
+                lines = [str(i) for i in items[:NOTE_ROWS]]  # thousands of skipped folders stay one note
+                if len(items) > NOTE_ROWS:
+                    lines.append(f"… and {len(items) - NOTE_ROWS} more")
                 text.append(f"{len(items)} {label}:")
-                text += [f"  {item}" for item in items]
-                html_ += details(f"{len(items)} {label}", pre("\n".join(str(i) for i in items)))
+                text += [f"  {line}" for line in lines]
+                html_ += details(f"{len(items)} {label}", pre("\n".join(lines)))
         return {"text/plain": "\n".join(text), "text/html": wrap(html_)}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
