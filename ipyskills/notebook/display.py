@@ -480,7 +480,7 @@ class SkillTable:
             hint = "no skill matches" if self.query else (
                 "no skills found; add a folder with %skills add DIR or write one with %%skill NAME")
             return {"text/plain": f"{lead}: {hint}", "text/html": wrap(f"<p>{esc(lead)}: {esc(hint)}</p>")}
-        width = min(32, max(len(s.name) for s in shown))
+        width = min(32, max((len(s.name) for s in shown), default=0))  # a page past the end has no rows
         text = [lead]
         rows = []
         for s in shown:

@@ -68,3 +68,12 @@ def test_browser_lists_a_bounded_window_and_the_filter_reaches_the_rest(tmp_path
     b.filter.value = "skill-11"
     assert [value for _, value in b.skills.options] == ["skill-11"]
     assert b.skills.value == "skill-11" and "first" not in b.count.value
+
+
+def test_pages_of_the_table_and_a_page_past_the_end(tmp_path):
+    for i in range(7):
+        make_skill(tmp_path / f"skill-{i}")
+    table = SkillTable(SkillRegistry([tmp_path]).list(), limit=3)
+    assert table.page(3).mimebundle()["text/plain"].splitlines()[1].split()[1] == "skill-6"
+    past = table.page(9).mimebundle()
+    assert "no rows on this page (7 skills in all)" in past["text/plain"]
