@@ -32,7 +32,8 @@ def bundled_skills() -> list[Path]:
 def build_tree(count: int, base: Path = DATA) -> Path:
     """The root of a tree of `count` skills (built once, then reused)."""
     root = base / f"skills-{count}"
-    if (root / _DONE).exists():
+    done = base / f"skills-{count}{_DONE}"  # beside the tree, so the root holds skill folders only
+    if done.exists() and root.is_dir():
         return root
     if root.exists():
         shutil.rmtree(root)
@@ -42,7 +43,7 @@ def build_tree(count: int, base: Path = DATA) -> Path:
         source = sources[i % len(sources)]
         name = f"{source.name}-{i:05d}"
         _copy_skill(source, root / name, name)
-    (root / _DONE).write_text(f"{count}\n")
+    done.write_text(f"{count}\n")
     return root
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from stat import S_ISREG
-from typing import NamedTuple
 
 from ..errors import SkillError
 from ..settings import DEFAULT_ROOTS
@@ -30,6 +30,7 @@ MAX_DIRS = 2000  # folders listed per root (skill folders are not listed, so the
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
                        ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"})
 SKILL_FILE_NAMES = ("SKILL.md", "skill.md")  # the uppercase name is preferred when both exist
+_NAME = attrgetter("name")
 
 
 @dataclass(frozen=True)
@@ -84,14 +85,12 @@ def find_skill_folders(root: Path, *, max_depth: int = MAX_DEPTH, max_dirs: int 
     """
     root = Path(root)
     found, diagnostics = _walk(str(root), os.path.realpath(root), max_depth, max_dirs)
-    return [Path(hit.folder) for hit in found], diagnostics
+    return [Path(folder) for folder, _, _, _ in found], diagnostics
 
 
-class _Hit(NamedTuple):
-    folder: str  # as reached (through links, so output keeps their names)
-    skill_md: str
-    real: str  # the real folder, to notice the same skill reached twice
-    stat: os.stat_result  # of the SKILL.md, taken once per scan: the cache key
+# The walk finds (folder as reached, its SKILL.md, the real folder, the SKILL.md's stat) tuples. The folder
+# keeps link names for output; the real folder notices one skill reached twice; the stat is the cache key.
+# Plain tuples and inlined stats: this loop runs once per skill on every re-scan.
 
 
 def _skill_md_of(folder: str) -> tuple[str, os.stat_result] | None:
@@ -107,11 +106,7 @@ def _skill_md_of(folder: str) -> tuple[str, os.stat_result] | None:
     return None
 
 
-def _entry_name(entry: os.DirEntry) -> str:
-    return entry.name
-
-
-def _walk(root: str, real_root: str, max_depth: int, max_dirs: int) -> tuple[list[_Hit], list[Problem]]:
+def _walk(root: str, real_root: str, max_depth: int, max_dirs: int) -> tuple[list[tuple], list[Problem]]:
     """Breadth-first, bounded by `max_dirs` folders *listed* and `max_depth` levels.
 
     Skill folders are never listed (a skill's SKILL.md is found with one stat), so a flat root of 10,000
@@ -122,12 +117,13 @@ def _walk(root: str, real_root: str, max_depth: int, max_dirs: int) -> tuple[lis
     diagnostics: list[Problem] = []
     hit = _skill_md_of(root)
     if hit:
-        return [_Hit(root, hit[0], real_root, hit[1])], diagnostics
-    found: list[_Hit] = []
+        return [(root, hit[0], real_root, hit[1])], diagnostics
+    found: list[tuple] = []
     seen: set[str] = set()
     queue = deque([(root, real_root, 0)])
     opened = 0
     depth_hit = False
+    upper = os.sep + SKILL_FILE_NAMES[0]
     while queue:
         folder, real, depth = queue.popleft()
         if real in seen:
@@ -142,29 +138,35 @@ def _walk(root: str, real_root: str, max_depth: int, max_dirs: int) -> tuple[lis
         opened += 1
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=_entry_name)
+                entries = sorted(it, key=_NAME)
         except OSError:
             continue
         real_prefix = real if real.endswith(os.sep) else real + os.sep
         for entry in entries:
-            if entry.name in SKIP_DIRS:
+            name = entry.name
+            if name in SKIP_DIRS:
                 continue
             try:
                 if not entry.is_dir():  # follows symlinks
                     continue
-                child_real = os.path.realpath(entry.path) if entry.is_symlink() else real_prefix + entry.name
+                child_real = os.path.realpath(entry.path) if entry.is_symlink() else real_prefix + name
             except OSError:
                 continue
-            hit = _skill_md_of(entry.path)
+            path = entry.path
+            try:  # the common case first: SKILL.md, one stat
+                st = os.stat(path + upper)
+                hit = (path + upper, st) if S_ISREG(st.st_mode) else _skill_md_of(path)
+            except OSError:
+                hit = _skill_md_of(path)
             if hit:
-                found.append(_Hit(entry.path, hit[0], child_real, hit[1]))
+                found.append((path, hit[0], child_real, hit[1]))
             elif depth + 1 < max_depth:
-                queue.append((entry.path, child_real, depth + 1))
+                queue.append((path, child_real, depth + 1))
             elif not depth_hit:
                 depth_hit = True
                 diagnostics.append(Problem(
                     "walk-depth", None,
-                    f"{root}: folders deeper than {max_depth} levels were not searched (e.g. {entry.path}).",
+                    f"{root}: folders deeper than {max_depth} levels were not searched (e.g. {path}).",
                     "warning"))
     return found, diagnostics
 
@@ -193,7 +195,7 @@ class Discovery:
         winners: dict[str, SkillMeta] = {}
         seen_roots: set[str] = set()
         seen_skills: set[str] = set()
-        live_keys: set[tuple[str, str]] = set()
+        old, cache = self._cache, {}  # entries not met again are dropped with `old`
         for root in roots:
             real_root = os.path.realpath(root.path)
             if real_root in seen_roots:
@@ -208,63 +210,56 @@ class Discovery:
             root_key = str(root.path)
             hits, notes = _walk(root_key, real_root, self.max_depth, self.max_dirs)
             result.diagnostics += notes
-            for hit in hits:
-                if hit.real in seen_skills:
+            for folder, skill_md, real, st in hits:
+                if real in seen_skills:
                     continue  # reached again through an overlapping root or a link: same skill
-                seen_skills.add(hit.real)
-                key = (hit.folder, root_key)
-                live_keys.add(key)
-                meta, problems = self._load(hit, root.path, key)
+                seen_skills.add(real)
+                key = (folder, root_key)
+                # ctime and inode catch a rewrite that kept the size and restored the mtime (rsync -t, touch -r)
+                stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+                entry = old.get(key)
+                if entry is None or entry[0] != stamp:
+                    entry = (stamp, *self._read(folder, skill_md, st, root.path))
+                cache[key] = entry
+                meta = entry[1]
                 if meta is None:
-                    result.skipped.append((Path(hit.folder), list(problems)))
-                    continue
-                if meta.name in winners:
+                    result.skipped.append((Path(folder), list(entry[2])))
+                elif meta.name in winners:
                     result.shadowed.append((winners[meta.name], meta))
-                    continue
-                winners[meta.name] = meta
-                result.skills.append(meta)
-        if len(live_keys) != len(self._cache):
-            for stale in set(self._cache) - live_keys:
-                del self._cache[stale]
+                else:
+                    winners[meta.name] = meta
+                    result.skills.append(meta)
+        self._cache = cache
         return result
 
-    def _load(self, hit: _Hit, root: Path, key) -> tuple[SkillMeta | None, list[Problem]]:
-        st = hit.stat
-        # ctime and inode catch a rewrite that kept the size and restored the mtime (rsync -t, touch -r)
-        stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1], cached[2]
+    def _read(self, folder: str, skill_md: str, st, root: Path) -> tuple[SkillMeta | None, list[Problem]]:
+        """Load one SKILL.md (a cache miss): (meta, problems) or (None, why it was skipped)."""
         self.loads += 1
-        folder = Path(hit.folder)
+        path = Path(folder)
         try:
             if self._loader is not None:
-                meta, problems = self._loader(folder, root)
-            else:
-                meta, problems = _listing_loader()(folder, root, skill_md=_exact_skill_md(hit),
-                                                   scan_body=False)
+                return self._loader(path, root)
+            return _listing_loader()(path, root, skill_md=_exact_skill_md(folder, skill_md, st), scan_body=False)
         except SkillError as exc:
-            meta, problems = None, [Problem("unreadable", None, str(exc))]
+            return None, [Problem("unreadable", None, str(exc))]
         except OSError as exc:
-            meta, problems = None, [Problem("unreadable", None, f"{hit.skill_md}: {exc.strerror or exc}")]
-        self._cache[key] = (stamp, meta, problems)
-        return meta, problems
+            return None, [Problem("unreadable", None, f"{skill_md}: {exc.strerror or exc}")]
 
 
-def _exact_skill_md(hit: _Hit) -> Path | None:
+def _exact_skill_md(folder: str, skill_md: str, st) -> Path | None:
     """The SKILL.md path with its name as stored, so a lowercase `skill.md` gets its warning.
 
     On a case-insensitive file system `SKILL.md` also opens `skill.md`; when both names stat to the same
     file, ask the folder listing (find_skill_md). None lets the loader look for itself.
     """
-    if not hit.skill_md.endswith(SKILL_FILE_NAMES[0]):
-        return Path(hit.skill_md)
+    if not skill_md.endswith(SKILL_FILE_NAMES[0]):
+        return Path(skill_md)
     try:
-        other = os.stat(hit.folder + os.sep + SKILL_FILE_NAMES[1])
+        other = os.stat(folder + os.sep + SKILL_FILE_NAMES[1])
     except OSError:
-        return Path(hit.skill_md)  # no lowercase twin: the name is exact
-    if (other.st_ino, other.st_dev) != (hit.stat.st_ino, hit.stat.st_dev):
-        return Path(hit.skill_md)  # two files; SKILL.md wins
+        return Path(skill_md)  # no lowercase twin: the name is exact
+    if (other.st_ino, other.st_dev) != (st.st_ino, st.st_dev):
+        return Path(skill_md)  # two files; SKILL.md wins
     return None
 
 
