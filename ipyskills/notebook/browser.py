@@ -193,6 +193,8 @@ class SkillBrowser(w.VBox):
             data = data[0]
         # Static renderers (GitHub, nbviewer) show no live widget; they get the catalog table instead.
         data.setdefault("text/html", display.SkillTable(self._all).mimebundle()["text/html"])
+        # A terminal shows text/plain: one line instead of the widget tree's repr.
+        data["text/plain"] = f"SkillBrowser: {len(self._all)} skill(s); open it in Jupyter to use the widget"
         return data
 
 

@@ -15,6 +15,7 @@ import csv
 import html
 import io
 import json
+import shlex
 from pathlib import PurePosixPath
 
 TABLE_ROWS = 50  # catalog rows shown before "showing N of M"
@@ -348,9 +349,9 @@ def result_bundle(result) -> dict:
     ok = result.ok
     colour = _STATUS_COLOUR["valid" if ok else "invalid"]
     title = f"{result.skill}/{result.script}" if result.skill else result.script
-    parts = [(f'<div class="card"><b>{esc(title)}</b> {esc(" ".join(result.args))}'
+    parts = [(f'<div class="card"><b>{esc(title)}</b> {esc(shlex.join(result.args))}'
              f'<div style="color:{colour};font-weight:600">{esc(status)}</div>')]
-    text = [f"{title} {' '.join(result.args)}".rstrip(), status]
+    text = [f"{title} {shlex.join(result.args)}".rstrip(), status]
     if result.notice:
         parts.append(f'<div style="color:{_STATUS_COLOUR["warnings"]}">{esc(result.notice)}</div>')
         text.append(f"notice: {result.notice}")

@@ -67,7 +67,7 @@ def guard_request(request: RunRequest) -> list:
     report = check_file(request.skill_dir / request.script, display_path=request.script)
     blocking = [f for f in report.findings if f.severity == "block"]
     if blocking:
-        detail = "; ".join(str(f) for f in blocking)
+        detail = "; ".join(str(f).rstrip(".") for f in blocking)
         raise GuardBlocked(
             f"guard blocked {request.script}: {detail}. If this is a false positive, run again with "
             "guard=False (CLI: --no-guard); the sandbox still applies.",
@@ -78,11 +78,11 @@ def guard_request(request: RunRequest) -> list:
 
 def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings=None) -> ExecuteResult:
     findings = guard_request(request) if guard else []
-    request.argv  # resolve the interpreter before any container starts (clear error if unknown)
+    _ = request.argv  # resolve the interpreter before any container starts (clear error if unknown)
     impl, notice = select_backend(backend, request.image, settings)
     result = impl.run(request)
     result.findings = list(findings)
-    result.notice = notice
+    result.notice = " ".join(n for n in (notice, result.notice) if n)
     result.skill = request.skill_name
     result.script = request.script
     result.args = list(request.args)
