@@ -189,6 +189,7 @@ class Discovery:
         # (folder, root) -> (stamp of the SKILL.md, meta or None, problems)
         self._cache: dict[tuple[str, str], tuple[tuple, SkillMeta | None, list[Problem]]] = {}
         self.loads = 0  # SKILL.md files actually read (not served from the cache); tests and benchmarks use it
+        self._case_sensitive = False  # see _exact_skill_md
 
     def scan(self, roots: list[Root]) -> ScanResult:
         result = ScanResult()
@@ -208,6 +209,7 @@ class Discovery:
                         "root-missing", None, f"skill root {root.path} {what}; check the path", "warning"))
                 continue
             root_key = str(root.path)
+            self._case_sensitive = False  # learnt from the first SKILL.md read under this root
             hits, notes = _walk(root_key, real_root, self.max_depth, self.max_dirs)
             result.diagnostics += notes
             for folder, skill_md, real, st in hits:
@@ -219,7 +221,7 @@ class Discovery:
                 stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
                 entry = old.get(key)
                 if entry is None or entry[0] != stamp:
-                    entry = (stamp, *self._read(folder, skill_md, st, root.path))
+                    entry = (stamp, *self._read(folder, skill_md, st, root.path, root_key))
                 cache[key] = entry
                 meta = entry[1]
                 if meta is None:
@@ -232,35 +234,41 @@ class Discovery:
         self._cache = cache
         return result
 
-    def _read(self, folder: str, skill_md: str, st, root: Path) -> tuple[SkillMeta | None, list[Problem]]:
+    def _read(self, folder: str, skill_md: str, st, root: Path, root_key: str
+              ) -> tuple[SkillMeta | None, list[Problem]]:
         """Load one SKILL.md (a cache miss): (meta, problems) or (None, why it was skipped)."""
         self.loads += 1
-        path = Path(folder)
+        # Paths made from the root's (parsing only the tail), as these run once per skill.
+        path = root / folder[len(root_key) + 1:] if folder != root_key else root
         try:
             if self._loader is not None:
                 return self._loader(path, root)
-            return _listing_loader()(path, root, skill_md=_exact_skill_md(folder, skill_md, st), scan_body=False)
+            return _listing_loader()(path, root, skill_md=self._exact_skill_md(path, skill_md, st),
+                                     scan_body=False)
         except SkillError as exc:
             return None, [Problem("unreadable", None, str(exc))]
         except OSError as exc:
             return None, [Problem("unreadable", None, f"{skill_md}: {exc.strerror or exc}")]
 
+    def _exact_skill_md(self, folder: Path, skill_md: str, st) -> Path | None:
+        """The SKILL.md path with its name as stored, so a lowercase `skill.md` gets its warning.
 
-def _exact_skill_md(folder: str, skill_md: str, st) -> Path | None:
-    """The SKILL.md path with its name as stored, so a lowercase `skill.md` gets its warning.
-
-    On a case-insensitive file system `SKILL.md` also opens `skill.md`; when both names stat to the same
-    file, ask the folder listing (find_skill_md). None lets the loader look for itself.
-    """
-    if not skill_md.endswith(SKILL_FILE_NAMES[0]):
-        return Path(skill_md)
-    try:
-        other = os.stat(folder + os.sep + SKILL_FILE_NAMES[1])
-    except OSError:
-        return Path(skill_md)  # no lowercase twin: the name is exact
-    if (other.st_ino, other.st_dev) != (st.st_ino, st.st_dev):
-        return Path(skill_md)  # two files; SKILL.md wins
-    return None
+        On a case-insensitive file system `SKILL.md` also opens `skill.md`. When both names stat to the
+        same file, None lets the loader ask the folder listing (find_skill_md). Once a root shows that
+        its file system tells the names apart, its other skills skip that stat.
+        """
+        name = skill_md[len(skill_md) - len(SKILL_FILE_NAMES[0]):]
+        if name != SKILL_FILE_NAMES[0] or self._case_sensitive:
+            return folder / name
+        try:
+            other = os.stat(skill_md[:-len(name)] + SKILL_FILE_NAMES[1])
+        except OSError:
+            self._case_sensitive = True  # no lowercase twin: names differ by case here
+            return folder / name
+        if (other.st_ino, other.st_dev) != (st.st_ino, st.st_dev):
+            self._case_sensitive = True  # two files: SKILL.md wins
+            return folder / name
+        return None
 
 
 def _listing_loader():

@@ -76,6 +76,7 @@ class ParsedSkillMd:
     body_offset: int  # byte offset where the body begins (after the closing delimiter line)
     problems: tuple[Problem, ...] = ()  # parse-time notes (BOM, lowercase name, colon retry, duplicate keys)
     yaml_text: str = ""  # the YAML that was loaded (after the colon retry, when one was needed)
+    plain: bool = False  # read by simple_yaml: every value is a string, as written
 
 
 def find_skill_md(folder: Path) -> Path | None:
@@ -123,7 +124,7 @@ def parse_skill_md(path: Path, *, lenient: bool = True) -> ParsedSkillMd:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     data, duplicates = load_simple(text), []  # plain key: value lines, read without PyYAML (same result)
     if data is not None:
-        return ParsedSkillMd(path, data, body_offset, tuple(problems), text)
+        return ParsedSkillMd(path, data, body_offset, tuple(problems), text, plain=True)
     try:
         data, duplicates = _load_yaml(text, _SafeLoader)
     except _YamlFailure as first:
@@ -210,45 +211,45 @@ def _read_frontmatter_bytes(path: Path) -> tuple[bytes, int, bool]:
                                ) from None
         raise _unreadable(path, exc) from None
     try:
-        if not S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not S_ISREG(st.st_mode):
             raise SkillMdError("skill-md-not-file", f"{path} is not a regular file; a SKILL.md must be one.")
-        with open(fd, "rb", closefd=False) as f:
-            buf = bytearray(f.read(_CHUNK))
-            eof = len(buf) < _CHUNK
+        buf = bytearray(os.read(fd, _CHUNK))
+        eof = not buf or len(buf) >= st.st_size  # the size saves a last read that would return nothing
 
-            start = 0
-            had_bom = buf.startswith(_BOM)
-            if had_bom:
-                start = len(_BOM)
-            opening = _OPENING.match(buf, start)
-            if opening is None:
+        start = 0
+        had_bom = buf.startswith(_BOM)
+        if had_bom:
+            start = len(_BOM)
+        opening = _OPENING.match(buf, start)
+        if opening is None:
+            raise SkillMdError(
+                "no-frontmatter",
+                "SKILL.md must start with YAML frontmatter: a first line '---', then 'name:' and "
+                "'description:' lines, then a closing '---' line.",
+            )
+        start = opening.end()
+        while True:
+            closing = _CLOSING.search(buf, start - 1)  # start - 1 is the opening line's break
+            if closing is not None and closing.start(1) - start > FRONTMATTER_CAP:
+                closing = None
+            if closing is not None and (closing.end(1) < len(buf) or eof):
+                return bytes(buf[start:closing.start(1)]), closing.end(1), had_bom
+            if len(buf) - start > FRONTMATTER_CAP:
                 raise SkillMdError(
-                    "no-frontmatter",
-                    "SKILL.md must start with YAML frontmatter: a first line '---', then 'name:' and "
-                    "'description:' lines, then a closing '---' line.",
+                    "frontmatter-too-large",
+                    f"SKILL.md frontmatter is larger than {FRONTMATTER_CAP // 1024} KiB or has no "
+                    "closing '---' line; keep the frontmatter short and close it with a '---' line.",
                 )
-            start = opening.end()
-            while True:
-                closing = _CLOSING.search(buf, start - 1)  # start - 1 is the opening line's break
-                if closing is not None and closing.start(1) - start > FRONTMATTER_CAP:
-                    closing = None
-                if closing is not None and (closing.end(1) < len(buf) or eof):
-                    return bytes(buf[start:closing.start(1)]), closing.end(1), had_bom
-                if len(buf) - start > FRONTMATTER_CAP:
-                    raise SkillMdError(
-                        "frontmatter-too-large",
-                        f"SKILL.md frontmatter is larger than {FRONTMATTER_CAP // 1024} KiB or has no "
-                        "closing '---' line; keep the frontmatter short and close it with a '---' line.",
-                    )
-                if eof:
-                    raise SkillMdError(
-                        "frontmatter-unclosed",
-                        "SKILL.md frontmatter is not closed: add a line '---' after the last frontmatter "
-                        "line.",
-                    )
-                chunk = f.read(_CHUNK)
-                eof = len(chunk) < _CHUNK
-                buf.extend(chunk)
+            if eof:
+                raise SkillMdError(
+                    "frontmatter-unclosed",
+                    "SKILL.md frontmatter is not closed: add a line '---' after the last frontmatter "
+                    "line.",
+                )
+            chunk = os.read(fd, _CHUNK)
+            buf.extend(chunk)
+            eof = not chunk or len(buf) >= st.st_size
     except OSError as exc:
         raise _unreadable(path, exc) from None
     finally:

@@ -37,6 +37,8 @@ _TYPED_FIRST = frozenset(ch for ch in _resolver.yaml_implicit_resolvers if ch)  
 
 def load_simple(text: str) -> dict | None:
     """The frontmatter mapping, or None when `text` is outside the subset (load it with PyYAML then)."""
+    if not text.replace("\n", "").isprintable():  # tabs, control characters, BOMs, Unicode line breaks
+        return None
     data: dict = {}
     block: dict | None = None  # the nested mapping being filled, after a bare `key:`
     block_key = None
@@ -44,11 +46,7 @@ def load_simple(text: str) -> dict | None:
     for line in text.split("\n"):
         stripped = line.lstrip(" ")
         if not stripped or stripped[0] == "#":
-            if stripped and not line.isprintable():
-                return None
             continue
-        if not line.isprintable():
-            return None
         depth = len(line) - len(stripped)
         if depth:
             if block is None or (indent and depth != indent):

@@ -408,7 +408,7 @@ def load_meta(folder: Path, root: Path, *, skill_md: Path | None = None, scan_bo
             return None, [_error("skill-md-missing", None, f"Missing required file: SKILL.md in {folder}.")]
         parsed = parse_skill_md(skill_md, lenient=True)
         frontmatter = dict(parsed.frontmatter)
-        strings = string_view(parsed) if _needs_strings(frontmatter) else None
+        strings = string_view(parsed) if not parsed.plain and _needs_strings(frontmatter) else None
         problems = list(parsed.problems)
         problems += check_frontmatter(parsed.frontmatter, folder.name, written=strings)
 
@@ -426,7 +426,7 @@ def load_meta(folder: Path, root: Path, *, skill_md: Path | None = None, scan_bo
             problems.append(Problem("name-from-folder", "name",
                                     f"Loaded under the folder name '{name}' because the frontmatter has no "
                                     "usable name.", "warning"))
-        if isinstance(frontmatter.get("metadata"), dict):
+        if isinstance(frontmatter.get("metadata"), dict) and not parsed.plain:  # plain: strings already
             frontmatter["metadata"] = _metadata_as_text(frontmatter["metadata"], strings)
         if scan_body:
             problems += _body_problems(parsed.path, parsed.body_offset, limit=LISTING_SCAN_CAP)
