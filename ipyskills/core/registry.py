@@ -68,7 +68,9 @@ class SkillRegistry:
 
     def refresh(self) -> None:
         """Re-scan the roots. Unchanged SKILL.md files are not re-read (cache by mtime and size)."""
-        self._scan = self._discovery.scan(self._roots())
+        old, self._scan = self._scan, self._discovery.scan(self._roots())
+        if old is not None and _same_objects(old.skills, self._scan.skills):
+            return  # nothing changed: the name index and the sorted list still hold
         self._by_name = {m.name: m for m in self._scan.skills}
         self._sorted = self._by_folder = None
 
@@ -272,6 +274,10 @@ class SkillRegistry:
 
 def _by_name(meta: SkillMeta) -> str:
     return meta.name
+
+
+def _same_objects(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def read_skill_body(skill_md: Path) -> str:

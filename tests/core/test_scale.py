@@ -222,3 +222,13 @@ def test_registry_lookups_by_name_and_folder(flat_root, tmp_path):
     listed = reg.list()
     listed.clear()  # callers get their own list
     assert len(reg.list()) == 121 and reg.names() == sorted(reg.names())
+
+
+def test_registry_refresh_keeps_its_indexes_only_while_nothing_changed(flat_root):
+    reg = SkillRegistry([flat_root])
+    before = reg.get("skill-005")
+    reg.refresh()
+    assert reg.get("skill-005") is before and reg.list()[5] is before
+    make_skill(flat_root / "skill-005", description="Edited.")
+    reg.refresh()
+    assert reg.get("skill-005").description == "Edited." and reg.list()[5].description == "Edited."
