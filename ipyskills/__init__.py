@@ -8,7 +8,7 @@ from __future__ import annotations
 from .errors import SkillError
 
 __version__ = "0.1.0"
-__all__ = ["SkillError", "SkillRegistry", "registry", "__version__"]
+__all__ = ["SkillError", "SkillRegistry", "__version__", "registry"]
 
 
 def __getattr__(name: str):

@@ -35,14 +35,14 @@ class Settings:
     guard: bool = True  # static check before every run
     pool_size: int = 2  # Docker containers kept started ahead of runs (0: no warm pool)
 
-    def with_overrides(self, **changes) -> "Settings":
+    def with_overrides(self, **changes) -> Settings:
         unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @classmethod
-    def from_env(cls, environ: dict | None = None) -> "Settings":
+    def from_env(cls, environ: dict | None = None) -> Settings:
         """Defaults, then `IPYSKILLS_<NAME>` variables (skill dirs are os.pathsep-separated)."""
         env = os.environ if environ is None else environ
         values = {}

@@ -60,15 +60,8 @@ class Limits:
             raise ConfigError(f"network must be True or False, got {self.network!r}")
 
     @classmethod
-    def from_settings(cls, settings, **overrides) -> "Limits":
-        base = dict(
-            timeout=settings.timeout,
-            memory=settings.memory,
-            pids=settings.pids,
-            cpus=settings.cpus,
-            network=settings.network,
-            output_cap=settings.output_cap,
-        )
+    def from_settings(cls, settings, **overrides) -> Limits:
+        base = {name: getattr(settings, name) for name in ("timeout", "memory", "pids", "cpus", "network", "output_cap")}
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 

@@ -7,12 +7,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from .conftest import tiny_png
 
 from ipyskills.core.model import Problem, SkillMeta
 from ipyskills.core.prompt import SkillContent, SkillResource
 from ipyskills.notebook import display
 from ipyskills.sandbox.result import Artifact, ExecuteResult, Finding
+
+from .conftest import tiny_png
 
 ATTACKS = [
     "<script>alert(1)</script>",

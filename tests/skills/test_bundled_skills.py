@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from .conftest import BUNDLED, EXAMPLES, run_script
 
 EXPECTED_BUNDLED = {"citation-generator", "data-processor", "doc-coauthoring", "document-analyzer",

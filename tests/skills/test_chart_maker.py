@@ -9,6 +9,7 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from .conftest import EXAMPLES, run_script
 
 SKILL = EXAMPLES / "chart-maker"

@@ -11,9 +11,10 @@ import statistics
 import time
 
 import pytest
-from .conftest import BUNDLED, run_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from .conftest import BUNDLED, run_script
 
 SCRIPTS = ["analyze.py", "format_converter.py", "extract_info.py"]
 
