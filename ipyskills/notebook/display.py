@@ -20,6 +20,7 @@ from pathlib import PurePosixPath
 
 TABLE_ROWS = 50  # catalog rows shown before "showing N of M"
 NOTE_ROWS = 20  # shadowed or skipped skills listed under the table before "… and N more"
+REPORT_ROWS = 50  # validation reports with problems shown in full by `%skills validate` (all skills)
 CSV_ROWS = 50  # rows of a CSV resource or artifact shown as a table
 INLINE_IMAGE_CAP = 5 * 1024 * 1024  # bytes of one image embedded in HTML
 
@@ -285,18 +286,32 @@ def report_bundle(report) -> dict:
 
 
 class ReportList(list):
-    """Validation reports for several skills (`%skills validate` with no target); a list of reports."""
+    """Validation reports for several skills (`%skills validate` with no target); a list of reports.
+
+    Shows the problem reports in full (invalid first, at most REPORT_ROWS of them) and counts the valid
+    ones, so validating thousands of skills stays a readable page.
+    """
 
     @property
     def valid(self) -> bool:
         return all(getattr(r, "valid", False) for r in self)
 
     def mimebundle(self) -> dict:
-        bad = sum(1 for r in self if not getattr(r, "valid", False))
-        lead = f"{len(self)} skill(s) validated, {bad} invalid"
-        parts = [report_parts(r) for r in self]
-        return {"text/plain": "\n".join([lead, *(t for t, _ in parts)]),
-                "text/html": wrap(f"<p>{esc(lead)}</p>" + "".join(h for _, h in parts))}
+        invalid = [r for r in self if not getattr(r, "valid", False)]
+        advised = [r for r in self if getattr(r, "valid", False) and getattr(r, "problems", None)]
+        clean = len(self) - len(invalid) - len(advised)
+        lead = (f"{len(self)} skill(s) validated: {len(invalid)} invalid, {len(advised)} with warnings, "
+                f"{clean} valid")
+        shown = (invalid + advised)[:REPORT_ROWS]
+        parts = [report_parts(r) for r in shown]
+        text = [lead, *(t for t, _ in parts)]
+        html_ = f"<p>{esc(lead)}</p>" + "".join(h for _, h in parts)
+        hidden = len(invalid) + len(advised) - len(shown)
+        if hidden:
+            note = f"… and {hidden} more report(s) with problems; index this list to see them"
+            text.append(note)
+            html_ += f'<p class="muted">{esc(note)}</p>'
+        return {"text/plain": "\n".join(text), "text/html": wrap(html_)}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return self.mimebundle()
@@ -497,7 +512,7 @@ class SkillTable:
             html_ += f'<p class="muted">{esc(note)}</p>'
         for label, items in (("shadowed by an earlier root", self.shadowed), ("skipped", self.skipped)):
             if items:
-                lines = [str(i) for i in items[:NOTE_ROWS]]  # thousands of skipped folders stay one note
+                lines = [_note_line(i) for i in items[:NOTE_ROWS]]  # thousands of skipped folders stay one note
                 if len(items) > NOTE_ROWS:
                     lines.append(f"… and {len(items) - NOTE_ROWS} more")
                 text.append(f"{len(items)} {label}:")
@@ -510,6 +525,14 @@ class SkillTable:
 
     def _repr_pretty_(self, p, cycle):
         p.text(self.mimebundle()["text/plain"])
+
+
+def _note_line(item) -> str:
+    """One line for a shadowed (winner, loser) pair or a skipped (folder, problems) pair."""
+    first, second = item
+    if hasattr(second, "path"):  # (winner SkillMeta, loser SkillMeta)
+        return f"{second.name}: {second.path} (the one used: {first.path})"
+    return f"{first}: {'; '.join(str(p) for p in second) or 'not loaded'}"
 
 
 class ImageResource:
