@@ -108,7 +108,24 @@ def test_skills_validate_one_and_all(ip):
     assert text.startswith("Invalid skill") and "name" in text
     everything = ip.run_line_magic("skills", "validate")
     assert isinstance(everything, ReportList) and len(everything) == 2 and not everything.valid
-    assert "2 skill(s) validated, 1 invalid" in everything.mimebundle()["text/plain"]
+    text = everything.mimebundle()["text/plain"]
+    assert "2 skill(s) validated: 1 invalid" in text
+    assert "bad-skill" in text and "Valid skill" not in text  # valid ones are counted, not printed in full
+
+
+def test_validate_all_caps_the_full_reports(tmp_path):
+    from ipyskills import SkillRegistry
+    from ipyskills.notebook.display import REPORT_ROWS
+
+    for i in range(REPORT_ROWS + 5):
+        folder = tmp_path / f"skill-{i}"
+        folder.mkdir()
+        (folder / "SKILL.md").write_text(f"---\nname: Skill-{i}\ndescription: d\n---\nbody\n")
+    reg = SkillRegistry([tmp_path])
+    reports = ReportList([reg.validate(str(m.path)) for m in reg.list()])
+    text = reports.mimebundle()["text/plain"]
+    assert text.count("Invalid skill") == REPORT_ROWS
+    assert "… and 5 more report(s)" in text
 
 
 def test_skills_validate_unknown_is_one_line(ip, cell):
