@@ -131,7 +131,7 @@ def check_quickstart(out: Outputs, backend: str) -> None:
     level3 = out.text("%skill_load data-processor/references/output-formats.md --raw")
     assert level3 == str(reference.load("data-processor/references/output-formats.md"))
     assert level3.startswith('<skill_resource skill="data-processor" path="references/output-formats.md">')
-    assert re.match(r"\d+ skill\(s\) validated, 0 invalid", out.text("%skills validate"))
+    assert re.match(r"\d+ skill\(s\) validated: 0 invalid", out.text("%skills validate"))
     assert out.text("%skills validate chart-maker").startswith("Valid skill:")
     assert f"backend={backend} · exit=0" in out.text("%%skill_run -o stats")
     summary = out.text("import json")
