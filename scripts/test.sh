@@ -4,9 +4,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export IPYSKILLS_WITH_BROWSER="${IPYSKILLS_WITH_BROWSER:-1}"
 bash scripts/setup.sh
-# With an engine present, Docker tests must run: "engine unavailable" becomes a failure, not a skip.
-if docker info >/dev/null 2>&1; then export IPYSKILLS_REQUIRE_DOCKER=1; fi
-# Likewise with Chromium installed: the real-browser test (tests/browser) must run, not skip.
-if [ "$IPYSKILLS_WITH_BROWSER" = 1 ] && [ -x /usr/bin/chromium ]; then export IPYSKILLS_REQUIRE_BROWSER=1; fi
+# In CI, and wherever an engine answers, Docker tests must run: "engine unavailable" becomes a failure.
+if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then export IPYSKILLS_REQUIRE_DOCKER=1; fi
+# Likewise in CI or with Chromium installed: the real-browser test (tests/browser) must run, not skip.
+if [ "$IPYSKILLS_WITH_BROWSER" = 1 ] && { [ "${CI:-}" = true ] || [ -x /usr/bin/chromium ]; }; then
+    export IPYSKILLS_REQUIRE_BROWSER=1
+fi
 mkdir -p artifacts
 .venv/bin/python -m pytest -q -ra "$@"
