@@ -22,8 +22,22 @@ class Problem:
         return self.message
 
 
+class HasProblems:
+    """`errors` and `warnings` views over a `problems` list (skill metadata, validation reports)."""
+
+    __slots__ = ()
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity != "error"]
+
+
 @dataclass(slots=True)
-class SkillMeta:
+class SkillMeta(HasProblems):
     """Level-1 facts about one loaded skill. The body is read on demand, never stored here."""
 
     name: str
@@ -33,14 +47,6 @@ class SkillMeta:
     root: Path  # the root it was discovered under (absolute)
     frontmatter: dict = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity != "error"]
 
     @property
     def status(self) -> str:

@@ -29,7 +29,7 @@ from datetime import date
 from pathlib import Path
 
 from ..errors import InvalidSkill
-from .model import Problem, SkillMeta
+from .model import HasProblems, Problem, SkillMeta
 from .parse import (
     SkillMdError,
     body_offset,
@@ -119,17 +119,9 @@ PROBLEM_CODES = {
 
 
 @dataclass
-class ValidationReport:
+class ValidationReport(HasProblems):
     path: Path
     problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity != "error"]
 
     @property
     def valid(self) -> bool:
