@@ -68,10 +68,15 @@ def pre(text: str) -> str:
 
 
 def markdown_html(text: str) -> str:
-    """Markdown rendered to HTML with raw HTML escaped and javascript:/data:/file: links removed."""
+    """Markdown rendered to HTML with raw HTML escaped, javascript:/data:/file: links removed, and image
+    references shown as text (a remote image would tell its server that this notebook opened the skill)."""
     import mistune
 
-    render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+    class Renderer(mistune.HTMLRenderer):
+        def image(self, text: str, url: str, title=None) -> str:
+            return f'<span class="muted">[image: {esc(text)} ({esc(url)})]</span>'
+
+    render = mistune.create_markdown(renderer=Renderer(escape=True), plugins=["table", "strikethrough"])
     return f'<div class="md">{render(text)}</div>'
 
 

@@ -178,3 +178,13 @@ def test_extension_formatters_come_and_go(ip):
     assert "text/html" in ip.display_formatter.format(meta())[0]
     ip.run_line_magic("unload_ext", "ipyskills")
     assert "text/html" not in ip.display_formatter.format(result)[0]
+
+
+def test_markdown_images_never_load_from_the_network():
+    from ipyskills.notebook.display import markdown_html
+
+    html_ = markdown_html("See ![the chart](https://tracker.example/pixel.png) and ![local](assets/a.png).")
+    parser = _Elements()
+    parser.feed(html_)
+    assert not [tag for tag, _ in parser.elements if tag == "img"]
+    assert "the chart" in html_ and "https://tracker.example/pixel.png" in html_  # still shown, as text
