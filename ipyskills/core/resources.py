@@ -233,6 +233,9 @@ def _read_capped(target: Path, rel: str, skill_dir: Path, limit: int) -> bytes:
     except OSError as exc:
         raise ResourceError(f"cannot read {rel!r}: {_os_reason(exc)}") from None
     try:
+        if not _opened_inside(fd, skill_dir):
+            raise ResourceError(f"{rel!r} escapes skill directory (a folder on its path changed while it was "
+                                "being opened); refused")
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
             raise _folder_error(skill_dir, rel)
@@ -250,6 +253,17 @@ def _read_capped(target: Path, rel: str, skill_dir: Path, limit: int) -> bytes:
         raise ResourceError(f"cannot read {rel!r}: {_os_reason(exc)}") from None
     finally:
         os.close(fd)
+
+
+def _opened_inside(fd: int, skill_dir: Path) -> bool:
+    """Where the opened file really is. O_NOFOLLOW guards only the last component, so a folder swapped
+    for a symlink between resolve_in_skill and open would go unnoticed; /proc names what was opened."""
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # no /proc (macOS): the resolve-then-open check above is what there is
+        return True
+    root = os.path.realpath(skill_dir)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _folder_error(skill_dir: Path, rel: str) -> ResourceError:

@@ -256,3 +256,20 @@ def test_manifest_thousands_of_assets_is_bounded(tmp_path):
         write(d / "assets" / f"icon{i:04d}.svg", "")
     m = R.list_resources(d)
     assert len(m.files) == 200 and m.truncated
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_still_refused(tmp_path, monkeypatch):
+    """The race resolve-then-open leaves: the path was checked, then a folder on it became a symlink."""
+    from ipyskills.core import resources
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOP-SECRET")
+    skill = tmp_path / "skill"
+    skill.mkdir()
+    (skill / "refs").symlink_to(outside, target_is_directory=True)  # the swapped-in link
+    # resolve_in_skill ran before the swap: it returns the path as it was checked, unresolved now
+    monkeypatch.setattr(resources, "resolve_in_skill", lambda skill_dir, rel: Path(skill_dir) / rel)
+    with pytest.raises(ResourceError, match="escapes skill directory") as info:
+        resources.read_resource_text(skill, "refs/secret.txt")
+    assert "TOP-SECRET" not in str(info.value)
