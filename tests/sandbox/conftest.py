@@ -4,13 +4,9 @@ folders on disk, and a check after every docker test that no sandbox container w
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
-
-SKILL_MD = "---\nname: {name}\ndescription: A skill used by the Docker sandbox tests.\n---\nBody.\n"
+from local_helpers import RunDirs, SkillFactory
 
 
 def _require_docker() -> bool:
@@ -50,40 +46,22 @@ def no_container_left(request):
     assert not left, f"sandbox containers left behind: {[c.short_id for c in left]}"
 
 
-class SkillMaker:
-    """Writes skill folders under a world-readable temp dir (uid 1000 in the container must read them)."""
-
-    def __init__(self):
-        self.made: list[Path] = []
-
-    def __call__(self, files: dict[str, str | bytes], name: str = "sandbox-test") -> Path:
-        base = Path(tempfile.mkdtemp(prefix="ipyskills-docker-test-"))
-        os.chmod(base, 0o755)
-        self.made.append(base)
-        skill = base / name
-        skill.mkdir(mode=0o755)
-        (skill / "SKILL.md").write_text(SKILL_MD.format(name=name))
-        for rel, content in files.items():
-            path = skill / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, str):
-                path.write_text(content)
-            else:
-                path.write_bytes(content)
-            os.chmod(path.parent, 0o755)
-            os.chmod(path, 0o755 if rel.endswith(".sh") else 0o644)
-        return skill
-
-    def cleanup(self) -> None:
-        for base in self.made:
-            shutil.rmtree(base, ignore_errors=True)
+@pytest.fixture
+def make_skill():
+    """`make_skill({"scripts/x.py": source}, name=...)`: a real skill folder every sandbox uid can read."""
+    factory = SkillFactory()
+    yield factory
+    factory.cleanup()
 
 
 @pytest.fixture
-def skill_maker():
-    maker = SkillMaker()
-    yield maker
-    maker.cleanup()
+def skill_maker(make_skill):
+    return make_skill
+
+
+@pytest.fixture
+def run_dirs(monkeypatch):
+    return RunDirs(monkeypatch)
 
 
 @pytest.fixture

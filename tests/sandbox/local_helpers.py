@@ -12,7 +12,7 @@ from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.runner import RunRequest
 
 AS_ROOT = os.geteuid() == 0
-SKILL_MD = "---\nname: {name}\ndescription: A skill used by the local backend tests.\n---\nBody.\n"
+SKILL_MD = "---\nname: {name}\ndescription: A skill used by the sandbox tests.\n---\nBody.\n"
 
 
 class SkillFactory:

@@ -20,23 +20,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from local_helpers import AS_ROOT, RunDirs, SkillFactory, pids_alive, run
+from local_helpers import AS_ROOT, pids_alive, run
 
 from ipyskills.sandbox.local_backend import LocalBackend
 from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.runner import RunRequest
-
-
-@pytest.fixture
-def run_dirs(monkeypatch):
-    return RunDirs(monkeypatch)
-
-
-@pytest.fixture
-def make_skill():
-    factory = SkillFactory()
-    yield factory
-    factory.cleanup()
 
 
 @pytest.fixture

@@ -9,24 +9,12 @@ import textwrap
 import time
 
 import pytest
-from local_helpers import AS_ROOT, RunDirs, SkillFactory, run
+from local_helpers import AS_ROOT, run
 
 from ipyskills.errors import SandboxError
 from ipyskills.sandbox import runner
 from ipyskills.sandbox.local_backend import LocalBackend, collect_artifacts, kill_processes_of
 from ipyskills.sandbox.local_copy import copy_skill
-
-
-@pytest.fixture
-def run_dirs(monkeypatch):
-    return RunDirs(monkeypatch)
-
-
-@pytest.fixture
-def make_skill():
-    factory = SkillFactory()
-    yield factory
-    factory.cleanup()
 
 
 def test_backend_shape():
