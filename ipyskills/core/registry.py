@@ -220,7 +220,7 @@ class SkillRegistry:
             target = res.resolve_in_skill(meta.path, rel)
         except ResourceError as exc:
             raise SandboxError(f"script path refused: {exc}") from None
-        if not target.is_file():
+        if not _is_file(target):
             scripts = [f for f in res.list_resources(meta.path).files if f.startswith("scripts/")][:10]
             hint = f" (its scripts: {', '.join(scripts)})" if scripts else ""
             raise SandboxError(f"skill {meta.name!r} has no file {rel!r}{hint}")
@@ -286,6 +286,13 @@ def read_skill_body(skill_md: Path) -> str:
 
     parsed = parse.parse_skill_md(skill_md, lenient=True)  # InvalidSkill when it no longer parses
     return parse.read_body(skill_md, parsed.body_offset)
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # e.g. a name over the file system's limit (ENAMETOOLONG): no such file either
+        return False
 
 
 def _check_args(args) -> list[str]:

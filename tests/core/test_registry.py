@@ -287,6 +287,12 @@ def test_run_request_refuses_escaping_symlinked_script(reg, root, tmp_path):
         reg.run_request("skill-dir", "scripts/evil.py")
 
 
+def test_run_request_with_an_overlong_script_name_is_a_sandbox_error(reg):
+    # The OS refuses a path component over NAME_MAX (ENAMETOOLONG); that is the caller's mistake.
+    with pytest.raises(SandboxError, match="no file"):
+        reg.run_request("skill-dir", "scripts/" + "a" * 5000 + ".py")
+
+
 @pytest.mark.parametrize("kwargs", [
     {"args": "one string"}, {"args": [1]}, {"stdin": 5}, {"timeout": -1}, {"memory": "lots"}, {"bogus": 1},
 ])
