@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass
 
@@ -16,6 +17,8 @@ def parse_size(value, what: str = "size") -> int:
     if isinstance(value, bool):
         raise ConfigError(f"{what}: expected a size like 256m or 1g, got {value!r}")
     if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ConfigError(f"{what}: expected a size like 256m or 1g, got {value!r}")
         n = int(value)
     else:
         m = _SIZE.match(str(value))
@@ -42,7 +45,7 @@ class Limits:
     artifact_files: int = 100  # output files returned at most
 
     def __post_init__(self):
-        if not isinstance(self.timeout, (int, float)) or isinstance(self.timeout, bool) or self.timeout <= 0:
+        if not isinstance(self.timeout, (int, float)) or isinstance(self.timeout, bool) or not self.timeout > 0:
             raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         if self.timeout > 24 * 3600:
             raise ConfigError(f"timeout must be at most one day (86400 s), got {self.timeout!r}")
@@ -54,7 +57,7 @@ class Limits:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"{name} must be a whole number of at least 1, got {v!r}")
-        if not isinstance(self.cpus, (int, float)) or isinstance(self.cpus, bool) or self.cpus <= 0:
+        if not isinstance(self.cpus, (int, float)) or isinstance(self.cpus, bool) or not 0 < self.cpus < math.inf:
             raise ConfigError(f"cpus must be a positive number, got {self.cpus!r}")
         if not isinstance(self.network, bool):
             raise ConfigError(f"network must be True or False, got {self.network!r}")

@@ -138,3 +138,20 @@ def test_usage_error_exits_2(env):
     p = subprocess.run([sys.executable, "-m", "ipyskills", "run", "only-name"], cwd=tmp, env=e,
                        capture_output=True, text=True, timeout=60, check=False)
     assert p.returncode == 2
+
+
+@pytest.mark.parametrize("flag,value", [("--timeout", "nan"), ("--timeout", "inf"), ("--memory", "nan"),
+                                        ("--memory", "inf")])
+def test_non_finite_limits_are_refused_with_a_clear_error(env, flag, value):
+    p = run_cli(env, flag, value, "runner-skill", "scripts/echo.py")
+    assert p.returncode == 1 and flag[2:] in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("field", ["timeout", "cpus", "memory", "tmp_size"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_limits_refuse_non_finite_numbers(field, value):
+    from ipyskills.errors import ConfigError
+    from ipyskills.sandbox.policy import Limits
+
+    with pytest.raises(ConfigError, match=field):
+        Limits(**{field: value})
