@@ -42,7 +42,7 @@ class Root:
 
 def make_root(path, *, explicit: bool = True, origin: str = "configured") -> Root:
     p = Path(os.path.abspath(os.path.expanduser(str(path))))
-    if p.name in SKILL_FILE_NAMES and p.is_file():
+    if p.name in SKILL_FILE_NAMES and os.path.isfile(p):  # os.path: False for any OSError (ENAMETOOLONG)
         p = p.parent  # `--dir some-skill/SKILL.md` means the skill folder
     return Root(p, explicit, origin)
 
@@ -202,9 +202,9 @@ class Discovery:
             if real_root in seen_roots:
                 continue  # the same folder given twice is scanned once
             seen_roots.add(real_root)
-            if not root.path.is_dir():
+            if not os.path.isdir(root.path):  # os.path: False for any OSError, e.g. a name too long
                 if root.explicit:
-                    what = "is not a folder" if root.path.exists() else "does not exist"
+                    what = "is not a folder" if os.path.exists(root.path) else "does not exist"
                     result.diagnostics.append(Problem(
                         "root-missing", None, f"skill root {root.path} {what}; check the path", "warning"))
                 continue

@@ -11,6 +11,7 @@ changed) and `add()` re-scans too. Bodies and resources are read on each `load()
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 
 from ..errors import ConfigError, ResourceError, SandboxError, SkillNotFound
@@ -51,7 +52,7 @@ class SkillRegistry:
     def add(self, path) -> None:
         """Add a root or a single skill folder; it takes precedence over every root already present."""
         root = make_root(path, explicit=True, origin="added")
-        if not root.path.is_dir():
+        if not os.path.isdir(root.path):  # os.path: False for any OSError, e.g. a name too long
             raise ConfigError(f"cannot add {root.path}: it is not a folder; give a skill folder or a folder of skills")
         self._added = [r for r in self._added if r.path != root.path] + [root]
         self.refresh()
@@ -184,7 +185,7 @@ class SkillRegistry:
         if isinstance(name_or_path, str) and name_or_path in self:
             return validate_path(self.get(name_or_path).path)
         path = Path(name_or_path).expanduser()
-        if path.exists():
+        if os.path.exists(path):
             return validate_path(path)
         raise SkillNotFound(self._not_found_message(str(name_or_path)) + "; nor is it an existing path")
 

@@ -258,6 +258,18 @@ def test_skipped_and_diagnostics(tmp_path):
     assert [d.code for d in reg.diagnostics] == ["root-missing"]
 
 
+def test_a_path_the_os_refuses_is_a_missing_root_not_a_crash(reg, tmp_path):
+    # A name over NAME_MAX makes stat() fail with ENAMETOOLONG, which pathlib does not swallow.
+    overlong = tmp_path / ("a" * 5000)
+    other = SkillRegistry([overlong])
+    assert other.list() == []
+    assert [d.code for d in other.diagnostics] == ["root-missing"]
+    with pytest.raises(ConfigError, match="not a folder"):
+        reg.add(overlong)
+    with pytest.raises(SkillNotFound):
+        reg.validate(str(overlong))
+
+
 # --- run ------------------------------------------------------------------------------------------------
 
 def test_run_request_is_built_confined(reg, root):
