@@ -184,7 +184,7 @@ class SkillRegistry:
 
         if isinstance(name_or_path, str) and name_or_path in self:
             return validate_path(self.get(name_or_path).path)
-        path = Path(name_or_path).expanduser()
+        path = Path(os.path.expanduser(name_or_path))  # unlike Path.expanduser, never raises (~nosuchuser)
         if os.path.exists(path):
             return validate_path(path)
         raise SkillNotFound(self._not_found_message(str(name_or_path)) + "; nor is it an existing path")

@@ -270,6 +270,12 @@ def test_a_path_the_os_refuses_is_a_missing_root_not_a_crash(reg, tmp_path):
         reg.validate(str(overlong))
 
 
+def test_validate_an_unknown_users_home_is_not_found(reg):
+    # Path.expanduser raises RuntimeError for ~nosuchuser; that is a path that does not exist.
+    with pytest.raises(SkillNotFound, match="nor is it an existing path"):
+        reg.validate("~no-such-user-ipyskills/skill")
+
+
 # --- run ------------------------------------------------------------------------------------------------
 
 def test_run_request_is_built_confined(reg, root):
