@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 KERNEL_NAME = "ipyskills-python"
-_BACKEND_LINE = re.compile(r"\bbackend[=:]\s*(docker|local)\b")
+_BACKEND_LINE = re.compile(r"\bbackend[=:]\s*(docker|local)\b|\bran on the (docker|local) backend\b")
 
 
 @contextmanager
@@ -87,7 +87,7 @@ def text_outputs(nb) -> str:
 
 
 def backends_seen(nb) -> list[str]:
-    return sorted(set(_BACKEND_LINE.findall(text_outputs(nb))))
+    return sorted({a or b for a, b in _BACKEND_LINE.findall(text_outputs(nb))})
 
 
 def write_html(nb, target: Path) -> None:

@@ -69,7 +69,7 @@ def test_example_notebook(path, backend, hermetic_env, monkeypatch):
     assert files_under(EXAMPLES) == before, "the notebook changed files in examples/"
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
-    assert set(runner.backends_seen(nb)) <= {backend}, "a script ran on another backend than the one asked for"
+    assert set(runner.backends_seen(nb)) == {backend}, "each notebook must say which backend ran, and only the one asked for"
     check = CHECKS.get(path.stem)
     if check:
         check(Outputs(nb), backend)
