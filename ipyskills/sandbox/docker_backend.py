@@ -610,7 +610,7 @@ def _remove_live_containers() -> None:
 
 def labelled_containers(client, all_owners: bool = False) -> list:
     """Our containers that no live process on this machine owns (or all of them with all_owners)."""
-    containers = client.containers.list(all=True, filters={"label": f"{LABEL}=1"})
+    containers = client.containers.list(all=True, filters={"label": f"{LABEL}=1"}, ignore_removed=True)
     if all_owners:
         return containers
     host = socket.gethostname()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -64,7 +65,7 @@ def test_cleanup_removes_a_stray(docker_backend, capsys):
         LABEL: "1", LABEL_PID: str(2**22 + 4242), LABEL_HOST: os.uname().nodename})
     code, out, _ = run_cli(capsys, "sandbox", "cleanup", "--json")
     assert code == 0 and stray.short_id in json.loads(out)["removed"]
-    assert stray.id not in [c.id for c in client.containers.list(all=True)]
+    assert stray.id not in [c.id for c in client.containers.list(all=True, ignore_removed=True)]
     code, out, _ = run_cli(capsys, "sandbox", "cleanup")
     assert code == 0 and out == "no stray sandbox containers\n"
 
@@ -77,3 +78,32 @@ def test_build_usage(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["sandbox"])
     assert exc.value.code == 2
+
+
+@pytest.mark.docker
+def test_cleanup_copes_with_a_container_removed_while_it_lists(docker_backend):
+    """A run's own removal may win the race against `sandbox cleanup`: that is not an engine failure."""
+    import docker.errors
+
+    from ipyskills.sandbox.docker_backend import LABEL, LABEL_HOST, LABEL_PID, cleanup
+
+    client = docker_backend.client()
+    labels = {LABEL: "1", LABEL_PID: str(2**22 + 4243), LABEL_HOST: os.uname().nodename}
+    gone = client.containers.create(docker_backend.image, command=["true"], labels=labels)
+    stray = client.containers.create(docker_backend.image, command=["true"], labels=labels)
+    inspect = client.api.inspect_container
+
+    def inspect_after_a_concurrent_removal(container_id, *a, **kw):
+        if container_id == gone.id:
+            client.api.remove_container(gone.id, force=True)
+        return inspect(container_id, *a, **kw)
+
+    client.api.inspect_container = inspect_after_a_concurrent_removal
+    try:
+        removed = cleanup(client)
+    finally:
+        del client.api.inspect_container
+        for c in (gone, stray):
+            with contextlib.suppress(docker.errors.NotFound):  # already removed, as it should be
+                c.remove(force=True)
+    assert stray.short_id in removed and gone.short_id not in removed
