@@ -98,7 +98,12 @@ def _skill_folder(magics, name: str, rel: str) -> tuple[Path, bool]:
         raise SkillNotFound(
             f"there is no skill {name!r} yet; write its SKILL.md first with %%skill {name}, then add files"
         )
-    return Path(magics.authoring_root).expanduser().absolute() / name, True
+    try:
+        root = Path(magics.authoring_root).expanduser().absolute()
+    except RuntimeError:  # ~user whose home cannot be found
+        raise SkillError(f"cannot find the home folder in IPySkills.authoring_root = {magics.authoring_root!r}; "
+                         "set it to a folder you can write") from None
+    return root / name, True
 
 
 def _backup_path(target: Path) -> Path:

@@ -38,6 +38,12 @@ def test_authoring_root_is_configurable(ip, workdir):
     assert ip.run_line_magic("skill_load", "notes").value.directory == workdir / "mine" / "notes"
 
 
+def test_authoring_root_in_an_unknown_users_home_is_one_clear_error(ip, workdir):
+    ip.run_line_magic("config", "IPySkills.authoring_root = '~no-such-user-ipyskills/skills'")
+    with pytest.raises(MagicError, match="authoring_root"):
+        ip.run_cell_magic("skill", "notes", NEW)
+
+
 def test_rewriting_our_own_file_just_works(ip, workdir):
     ip.run_cell_magic("skill", "notes", NEW)
     done = ip.run_cell_magic("skill", "notes", NEW.replace("Write them down.", "Write them all down."))
