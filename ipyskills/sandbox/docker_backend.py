@@ -36,7 +36,7 @@ from ..errors import SandboxError
 from ..settings import DEFAULT_IMAGE
 from . import docker_client
 from .policy import Limits
-from .result import Artifact, ExecuteResult, OutputBuffer
+from .result import Artifact, ExecuteResult, OutputBuffer, printable_path
 
 LABEL = "ipyskills.sandbox"
 LABEL_PID = "ipyskills.pid"
@@ -489,7 +489,7 @@ class _StreamReader:
                 total += len(data)
             else:
                 data = None
-            result.append(Artifact(path=path, size=size, data=data))
+            result.append(Artifact(path=printable_path(path), size=size, data=data))
         return result
 
 

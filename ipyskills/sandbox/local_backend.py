@@ -58,7 +58,7 @@ from pathlib import Path
 
 from ..errors import SandboxError
 from .local_copy import copy_skill
-from .result import Artifact, ExecuteResult, OutputBuffer
+from .result import Artifact, ExecuteResult, OutputBuffer, printable_path
 from .runner import RunRequest
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -568,7 +568,7 @@ def collect_artifacts(out: Path, cap: int, max_files: int) -> list[Artifact]:
             finally:
                 os.close(fd)
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            artifacts.append(Artifact(path=rel.replace(os.sep, "/"), size=st.st_size, data=data))
+            artifacts.append(Artifact(path=printable_path(rel.replace(os.sep, "/")), size=st.st_size, data=data))
     return artifacts
 
 

@@ -55,6 +55,12 @@ class Finding:
         return f"{where}: [{self.severity}] {self.rule}: {self.message}"
 
 
+def printable_path(path: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (surrogate escapes from the OS) become U+FFFD, so
+    the result can always be printed and serialised."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class Artifact:
     """A file the script wrote under $IPYSKILLS_OUTPUT. `data` is None when it was over the cap."""

@@ -155,3 +155,13 @@ def test_limits_refuse_non_finite_numbers(field, value):
 
     with pytest.raises(ConfigError, match=field):
         Limits(**{field: value})
+
+
+def test_output_file_with_a_non_utf8_name_is_reported_not_a_crash(env):
+    _e, root, _tmp = env
+    (root / "runner-skill" / "scripts" / "odd.py").write_text(
+        "import os\nopen(os.environb[b'IPYSKILLS_OUTPUT'] + b'/r\\xff.txt', 'wb').write(b'hi')\n")
+    p = run_cli(env, "--json", "runner-skill", "scripts/odd.py")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    [artifact] = json.loads(p.stdout)["artifacts"]
+    assert artifact["path"] == "r\ufffd.txt" and artifact["size"] == 2 and artifact["returned"]

@@ -79,6 +79,15 @@ def test_small_output_cap_marks_the_cut(run_in_docker):
 
 
 @docker
+def test_artifact_with_a_non_utf8_name_gets_a_printable_path(run_in_docker):
+    script = "import os\nopen(os.environb[b'IPYSKILLS_OUTPUT'] + b'/r\\xff.txt', 'wb').write(b'hi')\n"
+    result = run_in_docker({"w.py": script}, "w.py")
+    assert result.exit_code == 0, result.stderr
+    assert [(a.path, a.data) for a in result.artifacts] == [("r\ufffd.txt", b"hi")]
+    json.dumps(result.to_dict(), ensure_ascii=False).encode("utf-8")  # no lone surrogates
+
+
+@docker
 def test_artifacts_caps_and_nesting(run_in_docker):
     script = """
 import os
