@@ -158,29 +158,32 @@ def write_skill_file(magics, locator: str, text: str, force: bool = False) -> Au
     except OSError as exc:
         raise SkillError(f"cannot create {folder}: {exc.strerror or exc}; set IPySkills.authoring_root "
                          "to a folder you can write") from None
-    lexical = folder / rel
-    if lexical.is_symlink():
-        raise ResourceError(f"{rel!r} is a symbolic link; %%skill does not write through links")
-    target = resolve_in_skill(folder, rel)  # raises when it resolves outside the skill
-    if target.exists() and not target.is_file():
-        raise ResourceError(f"{rel!r} exists in {folder} and is not a regular file; refused")
+    try:  # stat and read errors (a name too long, no permission) are the user's to fix, said in one line
+        lexical = folder / rel
+        if lexical.is_symlink():
+            raise ResourceError(f"{rel!r} is a symbolic link; %%skill does not write through links")
+        target = resolve_in_skill(folder, rel)  # raises when it resolves outside the skill
+        if target.exists() and not target.is_file():
+            raise ResourceError(f"{rel!r} exists in {folder} and is not a regular file; refused")
 
-    action, backup = "created", None
-    if target.exists():
-        old = target.read_bytes()
-        if old == data:
-            action = "unchanged"
-        elif magics.written_hash(target) == _sha(old):
-            action = "updated"
-        elif force:
-            backup = _backup_path(target)
-            os.replace(target, backup)
-            action = "updated"
-        else:
-            raise SkillError(
-                f"{target} already exists and was not written by %%skill in this session; rerun with "
-                f"%%skill --force {locator} to overwrite it (the old file is kept as {target.name}.bak)"
-            )
+        action, backup = "created", None
+        if target.exists():
+            old = target.read_bytes()
+            if old == data:
+                action = "unchanged"
+            elif magics.written_hash(target) == _sha(old):
+                action = "updated"
+            elif force:
+                backup = _backup_path(target)
+                os.replace(target, backup)
+                action = "updated"
+            else:
+                raise SkillError(
+                    f"{target} already exists and was not written by %%skill in this session; rerun with "
+                    f"%%skill --force {locator} to overwrite it (the old file is kept as {target.name}.bak)"
+                )
+    except OSError as exc:
+        raise SkillError(f"cannot write {rel!r} in {folder}: {exc.strerror or exc}") from None
     if action != "unchanged":
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

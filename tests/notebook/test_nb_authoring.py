@@ -105,6 +105,12 @@ def test_symlink_out_of_the_skill_is_refused(ip, workdir, tmp_path_factory):
     assert list(outside.iterdir()) == []
 
 
+def test_a_file_name_the_os_refuses_is_one_clear_error(ip, workdir):
+    # A name over NAME_MAX: stat() fails with ENAMETOOLONG, which must not surface as a bare OSError.
+    with pytest.raises(MagicError, match="cannot write"):
+        ip.run_cell_magic("skill", "hello/" + "a" * 5000 + ".md", "text\n")
+
+
 def test_file_for_a_missing_skill_is_refused(ip, workdir):
     with pytest.raises(MagicError, match="write its SKILL.md first"):
         ip.run_cell_magic("skill", "ghost/references/a.md", "x\n")
