@@ -48,6 +48,8 @@ def run(args) -> int:
             entries.extend(check_file(p, str(p), args.language).to_dict() for p in scripts)
         elif path.is_file():
             entries.append(check_file(path, given, args.language).to_dict())
+        elif path.exists():  # a fifo, socket or device: never opened, since reading could block
+            entries.append(_missing(given, "not a regular file (a fifo, socket or device); not checked"))
         else:
             entries.append(_missing(given, "no such file"))
 

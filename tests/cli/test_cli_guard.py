@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -59,6 +60,14 @@ def test_missing_file_is_a_reported_failure(tmp_path):
     assert proc.returncode == 1
     assert json.loads(proc.stdout) == [{"path": str(tmp_path / "missing.py"), "blocked": False,
                                         "findings": [], "error": "no such file"}]
+
+
+def test_a_fifo_is_reported_as_not_a_regular_file_not_as_missing(tmp_path):
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    proc = guard(fifo)
+    assert proc.returncode == 1
+    assert "pipe.py: not a regular file" in proc.stderr and "no such file" not in proc.stderr
 
 
 def test_folder_means_its_scripts(tmp_path):
