@@ -25,6 +25,7 @@ import queue
 import secrets
 import select
 import socket
+import ssl
 import struct
 import tarfile
 import threading
@@ -403,8 +404,8 @@ class _StreamReader:
                 continue
             try:
                 chunk = raw.recv(1 << 18)
-            except (TimeoutError, BlockingIOError, InterruptedError):
-                continue
+            except (TimeoutError, BlockingIOError, InterruptedError, ssl.SSLWantReadError):
+                continue  # TLS: only part of a record has arrived yet
             except OSError:
                 chunk = b""
             if not chunk:

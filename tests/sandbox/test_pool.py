@@ -553,3 +553,36 @@ def test_kernel_shutdown_leaves_no_pooled_container(docker_backend):
         kc.stop_channels()
         manager.shutdown_kernel(now=False)  # a polite shutdown, as Jupyter does it
     assert our_containers(docker_backend.client(), pid=pid) == []
+
+
+def test_a_tls_read_that_needs_more_bytes_is_not_the_end_of_the_stream():
+    """An SSLSocket that has only part of a TLS record raises SSLWantReadError: wait, do not stop."""
+    import json
+    import ssl
+
+    class PartialRecordSocket:
+        def __init__(self, sock):
+            self.sock, self.stalls = sock, 2
+
+        def fileno(self):
+            return self.sock.fileno()
+
+        def recv(self, n):
+            if self.stalls:
+                self.stalls -= 1
+                raise ssl.SSLWantReadError("The operation did not complete (read)")
+            return self.sock.recv(n)
+
+    marker = b"\0\0ipyskills-end-89ab\0\0"
+    report = json.dumps({"exit": 3, "signal": 0, "duration_ms": 5, "oom_kills": 0, "files": []}).encode()
+    ours, theirs = socket.socketpair()
+    theirs.sendall(_frames(1, b"out") + _frames(2, marker) + _frames(1, marker + report + b"\n" + marker))
+    stdout, stderr = OutputBuffer(1 << 20), OutputBuffer(1 << 20)
+    reader = _StreamReader(stdout, stderr, marker, 1 << 20)
+    try:
+        ended = reader.pump(PartialRecordSocket(ours), time.monotonic() + 5)
+    finally:
+        ours.close()
+        theirs.close()
+    assert ended and reader.complete and stdout.text() == "out"
+    assert reader.summary()["exit"] == 3
