@@ -8,6 +8,7 @@ A folder stands for the scripts inside it. Exit 1 when any file is blocked or ca
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -41,14 +42,14 @@ def run(args) -> int:
     entries: list[dict] = []  # one per file: the report dict, plus "error" when it could not be checked
     for given in args.paths:
         path = Path(given)
-        if path.is_dir():
+        if os.path.isdir(path):  # os.path: False for any OSError (a name too long)
             scripts = script_files(path)
             if not scripts:
                 entries.append(_missing(given, "folder holds no scripts (.py, .sh, .js, ... or a shebang)"))
             entries.extend(check_file(p, str(p), args.language).to_dict() for p in scripts)
-        elif path.is_file():
+        elif os.path.isfile(path):
             entries.append(check_file(path, given, args.language).to_dict())
-        elif path.exists():  # a fifo, socket or device: never opened, since reading could block
+        elif os.path.exists(path):  # a fifo, socket or device: never opened, since reading could block
             entries.append(_missing(given, "not a regular file (a fifo, socket or device); not checked"))
         else:
             entries.append(_missing(given, "no such file"))

@@ -70,6 +70,12 @@ def test_a_fifo_is_reported_as_not_a_regular_file_not_as_missing(tmp_path):
     assert "pipe.py: not a regular file" in proc.stderr and "no such file" not in proc.stderr
 
 
+def test_a_path_the_os_refuses_is_reported_not_a_traceback(tmp_path):
+    proc = guard(tmp_path / ("a" * 5000 + ".py"))  # over NAME_MAX: stat fails with ENAMETOOLONG
+    assert proc.returncode == 1
+    assert "no such file" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_folder_means_its_scripts(tmp_path):
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "a.py").write_text("print(1)\n")
