@@ -247,19 +247,20 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
     """Create (not start) a hardened sandbox container; returns its id. The skill is bind-mounted
     read-only from `skill_dir`, or (skill_dir None) gets a tmpfs the launcher unpacks the copy into."""
     import docker.errors
-    from docker.types import LogConfig
+    from docker.types import LogConfig, Mount
 
     tmpfs = {
         "/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmp_size}",
         OUTPUT_DIR: f"rw,noexec,nosuid,nodev,size={output_size(limits)},uid={UID},gid={UID},mode=0700",
     }
-    binds = {}
+    mounts = []
     if skill_dir is None:
         size = POOLED_SKILL_TMPFS if pooled else skill_bytes * 2 + 1024**2
         # exec: a skill may run its own helper programs, as it can from a read-only mount
         tmpfs[WORKDIR] = f"rw,exec,nosuid,nodev,size={size},uid={UID},gid={UID},mode=0755"
     else:
-        binds[str(skill_dir)] = {"bind": WORKDIR, "mode": "ro"}
+        # A Mount, not a 'src:dst:ro' bind string, so a colon in the host path is not a separator.
+        mounts.append(Mount(target=WORKDIR, source=str(skill_dir), type="bind", read_only=True))
     command = ["python3", "-I", "-S", "-c", _LAUNCHER_SOURCE]
     if idle_exit is not None:
         command += ["--idle-exit", f"{idle_exit:g}"]
@@ -271,7 +272,7 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
         # The low-level call: the high-level one inspects the new container again, a wasted round trip.
         host_config = api.create_host_config(
             cap_drop=["ALL"], security_opt=["no-new-privileges:true"], read_only=True,
-            tmpfs=tmpfs, binds=binds or None,
+            tmpfs=tmpfs, mounts=mounts or None,
             network_mode="bridge" if limits.network else "none",
             mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
             nano_cpus=int(limits.cpus * 1e9), ipc_mode="private",

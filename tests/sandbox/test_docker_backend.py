@@ -246,3 +246,15 @@ def test_launcher_source_is_standalone():
             assert node.level == 0, "relative import in the launcher"
             imported.add(node.module.split(".")[0])
     assert imported and imported <= set(sys.stdlib_module_names), imported
+
+
+@docker
+def test_skill_under_a_folder_with_a_colon_is_mounted(run_in_docker, skill_maker):
+    """A bind given as 'src:dst:ro' breaks on a colon in the host path; the skill must still mount."""
+    made = skill_maker({"scripts/x.py": "import os\nprint(sorted(os.listdir('.')))\n"}, name="demo")
+    skill = made.parent / "backup 2026-01-01T10:00" / "demo"
+    skill.parent.mkdir(mode=0o755)
+    made.rename(skill)
+    result = run_in_docker({}, "scripts/x.py", skill=skill)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "['SKILL.md', 'scripts']\n" and "mounted read-only" in result.isolation
