@@ -68,6 +68,15 @@ def parse(magic, line: str) -> argparse.Namespace:
     return magic.parser.parse_args(argv)
 
 
+class _optional_rest(ma.argument):
+    """A REMAINDER positional that may be empty: argparse counts it as required, so a missing
+    SCRIPT would read "required: SCRIPT, ARGS" although ARGS may be left out."""
+
+    def add_to_parser(self, parser, group):
+        action = (group or parser).add_argument(*self.args, **self.kwds)
+        action.required = False
+
+
 @magics_class
 class IPySkills(IPySkillsConfig, Magics):
     """Agent Skills magics. Settings: `%config IPySkills` lists them; `c.IPySkills.*` in ipython_config.py."""
@@ -346,7 +355,7 @@ class IPySkills(IPySkillsConfig, Magics):
                  help="also keep the result in the variable VAR")
     @ma.argument("name", metavar="NAME", help="the skill")
     @ma.argument("script", metavar="SCRIPT", help="the script, relative to the skill folder")
-    @ma.argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+    @_optional_rest("args", nargs=argparse.REMAINDER, metavar="ARGS",
                  help="passed to the script as they are (put ipyskills options before NAME)")
     @no_var_expand
     @line_cell_magic
@@ -355,7 +364,13 @@ class IPySkills(IPySkillsConfig, Magics):
 
         %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [-o VAR] NAME SCRIPT [ARGS...]
         """
-        args = parse(self.skill_run, line)
+        try:
+            args = parse(self.skill_run, line)
+        except UsageError as exc:
+            if "required" not in str(exc):
+                raise
+            magic = "%%skill_run" if cell is not None else "%skill_run"
+            raise UsageError(f"{exc}; call it as {magic} [options] NAME SCRIPT [ARGS...]") from None
         if args.var is not None and not args.var.isidentifier():
             raise UsageError(f"-o needs a Python variable name, got {args.var!r}")
         result = self._call(

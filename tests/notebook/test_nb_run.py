@@ -91,6 +91,16 @@ def test_run_misuse(ip):
         ip.run_line_magic("skill_run", "hello")
 
 
+@pytest.mark.parametrize(("line", "missing"), [("hello", "SCRIPT"), ("--backend local", "NAME, SCRIPT")])
+def test_run_usage_error_names_only_what_is_missing(ip, line, missing):
+    with pytest.raises(UsageError) as caught:
+        ip.run_line_magic("skill_run", line)
+    message = str(caught.value)
+    assert f"required: {missing};" in message
+    assert "ARGS," not in message and "SCRIPT, ARGS" not in message
+    assert "%skill_run [options] NAME SCRIPT [ARGS...]" in message
+
+
 def _processes_with(token: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
