@@ -156,7 +156,7 @@ class SkillRegistry:
         if raw_path is None:
             return self.activate(meta)
         rel = res.normalize_resource_path(raw_path)
-        if rel == meta.skill_md.name:
+        if res.is_skill_file(rel):  # either accepted name, whatever case the file is stored in
             return self.activate(meta)
         cap = self.settings.read_cap if read_cap is None else read_cap
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:

@@ -121,6 +121,20 @@ def test_skill_md_locator_means_activation(reg, locator):
     assert str(reg.load(locator)) == str(reg.load("skill-dir"))
 
 
+@pytest.mark.parametrize("locator", ["low/SKILL.md", "low/skill.md", "low/./SKILL.md"])
+def test_skill_md_locator_activates_whatever_the_stored_case(tmp_path, locator):
+    folder = tmp_path / "low"
+    write(folder / "skill.md", "---\nname: low\ndescription: Lowercase file name.\n---\nLow body.\n")
+    reg = SkillRegistry([tmp_path])
+    assert reg.get("low").skill_md.name == "skill.md"
+    loaded = reg.load(locator)
+    assert "Low body." in str(loaded) and str(loaded) == str(reg.load("low"))
+
+
+def test_lowercase_skill_md_locator_activates_an_uppercase_skill(reg):
+    assert str(reg.load("skill-dir/skill.md")) == str(reg.load("skill-dir"))
+
+
 def test_body_is_read_on_demand(reg, root):
     before = str(reg.load("skill-dir"))
     make_skill(root / "skill-dir", body="Fresh body.\n")
