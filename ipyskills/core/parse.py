@@ -83,20 +83,26 @@ def find_skill_md(folder: Path) -> Path | None:
     """The skill's `SKILL.md` (or, failing that, a lowercase `skill.md`); None when there is neither.
 
     Names are compared exactly, so a case-insensitive file system cannot make `skill.md` pass as
-    `SKILL.md`.
+    `SKILL.md`. One that exists but is not a regular file (a FIFO, a device, a folder) raises
+    "skill-md-not-file"; it is only stat-ed, never opened, so a FIFO cannot block.
     """
     folder = Path(folder)
+    wanted = (SKILL_MD, SKILL_MD.lower())
     try:
-        names = {entry.name for entry in os.scandir(folder) if entry.is_file()}
+        entries = [entry for entry in os.scandir(folder) if entry.name in wanted]
+        names = {entry.name for entry in entries if entry.is_file()}
     except (NotADirectoryError, FileNotFoundError):
         return None
     except OSError as exc:
         raise SkillMdError(
             "folder-unreadable", f"Cannot read the folder {folder}: {exc.strerror}; check its permissions."
         ) from None
-    for name in (SKILL_MD, SKILL_MD.lower()):
+    for name in wanted:
         if name in names:
             return folder / name
+    for entry in sorted(entries, key=lambda e: wanted.index(e.name)):
+        if os.path.exists(entry.path):  # a dangling link stays "missing"
+            raise SkillMdError("skill-md-not-file", f"{entry.path} is not a regular file; a SKILL.md must be one.")
     return None
 
 

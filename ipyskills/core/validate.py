@@ -352,7 +352,7 @@ def validate_path(path: Path) -> ValidationReport:
     if not exists:
         report.problems.append(_error("path-missing", None, f"Path does not exist: {given}"))
         return report
-    if given.is_file():
+    if not given.is_dir():  # a file, or a FIFO or device (whose SKILL.md parse_skill_md refuses unopened)
         if given.name.lower() != "skill.md":
             report.problems.append(_error(
                 "not-a-directory", None,

@@ -420,14 +420,51 @@ def test_load_folder_that_is_a_file(tmp_path):
     assert meta is None and codes(problems) == ["skill-md-missing"]
 
 
-def test_load_skill_md_that_is_a_fifo(tmp_path):
+def _without_blocking(fn, *args):
+    """fn(*args) in a thread; fails (instead of hanging the suite) if it waits on a FIFO."""
+    import threading
+
+    out = []
+    worker = threading.Thread(target=lambda: out.append(fn(*args)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), f"{fn.__name__} blocked"
+    return out[0]
+
+
+@pytest.mark.parametrize("file_name", ["SKILL.md", "skill.md"])
+def test_load_skill_md_that_is_a_fifo(tmp_path, file_name):
     import os
 
     folder = tmp_path / "my-skill"
     folder.mkdir()
-    os.mkfifo(folder / "SKILL.md")
-    meta, problems = load_meta(folder, tmp_path)  # must not block
-    assert meta is None and codes(problems) == ["skill-md-missing"]
+    os.mkfifo(folder / file_name)
+    meta, problems = _without_blocking(load_meta, folder, tmp_path)
+    assert meta is None and codes(problems) == ["skill-md-not-file"]
+    assert f"{folder / file_name} is not a regular file" in problems[0].message
+
+
+@pytest.mark.parametrize("file_name", ["SKILL.md", "skill.md"])
+def test_validate_folder_whose_skill_md_is_a_fifo(tmp_path, file_name):
+    import os
+
+    folder = tmp_path / "my-skill"
+    folder.mkdir()
+    os.mkfifo(folder / file_name)
+    for given in (folder, folder / file_name):
+        report = _without_blocking(validate_path, given)
+        assert codes(report.problems) == ["skill-md-not-file"], given
+        message = report.problems[0].message
+        assert f"{folder / file_name} is not a regular file" in message and "Missing" not in message
+
+
+def test_validate_a_fifo_not_named_skill_md(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe")
+    report = _without_blocking(validate_path, tmp_path / "pipe")
+    assert codes(report.problems) == ["not-a-directory"]
+    assert "Missing" not in report.problems[0].message
 
 
 def test_unreadable_skill_md(make_skill, tmp_path):
