@@ -360,10 +360,12 @@ class _Run:
     # -- the result --------------------------------------------------------------------------------
     def result(self, stdout: OutputBuffer, stderr: OutputBuffer, timed_out: bool, duration_ms: float):
         code = self.proc.returncode
+        # The helper dies of the signal that killed the script, so a negative code is a real signal and
+        # a script's own `exit(152)` stays an exit code.
         if code is not None and code < 0:
+            if code == -signal.SIGXCPU:
+                timed_out = True  # the CPU-seconds limit fired before the wall clock did
             code = 128 - code
-        if code == 128 + signal.SIGXCPU:
-            timed_out = True  # the CPU-seconds limit fired before the wall clock did
         last_lines = [line for line in self.stderr_tail.splitlines() if line.strip()][-_OOM_LINES_READ:]
         oom = not timed_out and code not in (0, None) and any(_OOM_LINE.search(line) for line in last_lines)
         return ExecuteResult(

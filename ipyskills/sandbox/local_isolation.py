@@ -10,7 +10,9 @@ Steps, each attempted and reported, never assumed:
 2. fork a reaper: pid 1 of the new pid namespace (like `docker run --init`). It drops to the unprivileged
    uid (when root), sets rlimits, no-new-privileges and a parent-death signal, forks the script, reaps
    orphans and exits with the script's status (128 + signal when a signal killed it). When it exits, the
-   kernel kills everything left in the namespace. This process waits for it and exits the same way.
+   kernel kills everything left in the namespace. This process waits for it and ends the same way: with
+   the script's exit code, or killed by the script's signal, which the reaper passes on through a pipe (pid 1
+   of a namespace cannot die of its own signal), so the host tells `exit(152)` from a SIGXCPU.
 3. the script process writes one JSON line saying what was enforced to the status pipe and execs. The
    status pipe is close-on-exec, so the host sees EOF exactly when the script starts.
 """
@@ -27,6 +29,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -120,6 +123,28 @@ def exit_status(status):
     return 128 + os.WTERMSIG(status)
 
 
+def end_like(status, signal_r):
+    """Exit as the script ended: killed by its signal (as the reaper reported it, or the reaper's own
+    when something killed the reaper), else with its exit code. Never returns."""
+    signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    if signum is None:
+        os.set_blocking(signal_r, False)
+        try:
+            signum = int(os.read(signal_r, 16) or 0) or None
+        except (OSError, ValueError):
+            pass
+    if signum is not None:
+        try:
+            _prctl(PR_SET_DUMPABLE, 0)  # the script's crash is not this process's: no core dump for it
+            signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+            os.kill(os.getpid(), signum)
+        except (OSError, ValueError):
+            pass
+        os._exit(128 + signum)  # a signal whose default is not to end the process
+    os._exit(exit_status(status))
+
+
 def let_go_of_pipes():
     """Point 0, 1 and 2 at /dev/null, so the host sees EOF (and its stdin writer a closed pipe) only
     through the script itself."""
@@ -147,9 +172,10 @@ def start_script(spec, report, program):
     os._exit(127)
 
 
-def reap(spec, report, program):
+def reap(spec, report, program, signal_w):
     """The first process of the pid namespace, like `docker run --init`: confine, start the script, reap
-    orphans until the script ends, exit with its status (the kernel then kills whatever is left)."""
+    orphans until the script ends, exit with its status (the kernel then kills whatever is left). The
+    signal that killed the script goes to `signal_w` (close-on-exec, so the script never holds it)."""
     try:
         confine_child(spec, report)
         script = os.fork()
@@ -166,6 +192,8 @@ def reap(spec, report, program):
         except ChildProcessError:
             os._exit(127)
         if pid == script:
+            if os.WIFSIGNALED(status):
+                os.write(signal_w, b"%d" % os.WTERMSIG(status))
             os._exit(exit_status(status))
 
 
@@ -178,9 +206,12 @@ def main(argv):
     net, pid, user, ns_error = enter_namespaces(spec["block_network"], spec.get("uid"), spec.get("gid"))
     report = {"netns": net, "pidns": pid, "userns": user, "ns_error": ns_error}
 
+    signal_r, signal_w = os.pipe()
     child = os.fork()
     if child == 0:
-        reap(spec, report, program)
+        os.close(signal_r)
+        reap(spec, report, program, signal_w)
+    os.close(signal_w)
     os.write(status_fd, b"child %d\n" % child)
     os.close(status_fd)
     let_go_of_pipes()
@@ -190,7 +221,7 @@ def main(argv):
             break
         except ChildProcessError:
             os._exit(127)
-    os._exit(exit_status(status))
+    end_like(status, signal_r)
 
 
 if __name__ == "__main__":

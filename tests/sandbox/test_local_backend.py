@@ -156,6 +156,14 @@ def test_exit_by_signal_reports_128_plus_signal(make_skill):
     assert result.exit_code == 128 + 15 and not result.timed_out
 
 
+@pytest.mark.parametrize("code", [152, 137])
+def test_exit_code_that_looks_like_a_signal_is_an_exit_code(make_skill, code):
+    """152 = 128 + SIGXCPU: only a script killed by SIGXCPU is a timeout, not one that exits with 152."""
+    skill = make_skill({"scripts/exit.py": f"import sys\nsys.exit({code})\n"})
+    result = run(skill, "scripts/exit.py")
+    assert (result.exit_code, result.timed_out, result.oom_killed) == (code, False, False)
+
+
 # -- the copy of the skill ---------------------------------------------------------------------------------
 
 def test_copy_is_read_only_and_skips_caches(make_skill, tmp_path):
