@@ -290,7 +290,19 @@ def report_bundle(report) -> dict:
     return {"text/plain": text, "text/html": wrap(html_)}
 
 
-class ReportList(list):
+class Displayed:
+    """Rich output from `mimebundle()`: the notebook shows its HTML, a terminal its text/plain."""
+
+    __slots__ = ()
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.mimebundle()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.mimebundle()["text/plain"])
+
+
+class ReportList(Displayed, list):
     """Validation reports for several skills (`%skills validate` with no target); a list of reports.
 
     Shows the problem reports in full (invalid first, at most REPORT_ROWS of them) and counts the valid
@@ -317,12 +329,6 @@ class ReportList(list):
             text.append(note)
             html_ += f'<p class="muted">{esc(note)}</p>'
         return {"text/plain": "\n".join(text), "text/html": wrap(html_)}
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.mimebundle()
-
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.mimebundle()["text/plain"])
 
 
 def findings_html(findings) -> str:
@@ -412,7 +418,7 @@ def bundle_for(obj) -> dict | None:
     return builder(obj) if builder else None
 
 
-class Rich:
+class Rich(Displayed):
     """Wraps a core object so it renders richly in any frontend, with or without `%load_ext ipyskills`.
 
     `display(Rich(result))`; the wrapped object stays available as `.value`.
@@ -427,12 +433,6 @@ class Rich:
             self._bundle = bundle_for(self.value) or {"text/plain": repr(self.value)}
         return self._bundle
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.mimebundle()
-
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.mimebundle()["text/plain"])
-
     def __str__(self) -> str:
         return str(self.value)
 
@@ -440,7 +440,7 @@ class Rich:
 # --------------------------------------------------------------------------- the catalog table
 
 
-class SkillTable:
+class SkillTable(Displayed):
     """The catalog as a table: name, description, source root, status.
 
     Shows the first `limit` rows (no 10,000-row HTML); `filter(text)` narrows it, `page(n)` moves on.
@@ -525,12 +525,6 @@ class SkillTable:
                 html_ += details(f"{len(items)} {label}", pre("\n".join(lines)))
         return {"text/plain": "\n".join(text), "text/html": wrap(html_)}
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.mimebundle()
-
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.mimebundle()["text/plain"])
-
 
 def _note_line(item) -> str:
     """One line for a shadowed (winner, loser) pair or a skipped (folder, problems) pair."""
@@ -540,7 +534,7 @@ def _note_line(item) -> str:
     return f"{first}: {'; '.join(str(p) for p in second) or 'not loaded'}"
 
 
-class ImageResource:
+class ImageResource(Displayed):
     """An image bundled with a skill, for display (agents never receive images as text)."""
 
     def __init__(self, skill: str, path: str, data: bytes, mime: str):
@@ -551,12 +545,6 @@ class ImageResource:
         if self.mime in ("image/png", "image/jpeg", "image/gif") and len(self.data) <= INLINE_IMAGE_CAP:
             bundle[self.mime] = base64.b64encode(self.data).decode("ascii")
         return bundle
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.mimebundle()
-
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.mimebundle()["text/plain"])
 
 
 class AgentText(str):
@@ -579,7 +567,7 @@ def _agent_scope(names, allow) -> str:
         f" (allow-list: {', '.join(sorted(allow))})" if allow is not None else "")
 
 
-class SystemPrompt(AgentText):
+class SystemPrompt(Displayed, AgentText):
     """The system-prompt section an agent gets (`%skills prompt --format`); `str()` is the exact text.
 
     `format` is "xml" or "markdown"; `names` the visible skills; `allow` the allow-list in force (None = all).
@@ -599,14 +587,8 @@ class SystemPrompt(AgentText):
         return {"text/plain": str(self),
                 "text/html": wrap(f'<div class="card">{esc(head)}</div>{pre(str(self))}')}
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.mimebundle()
 
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.mimebundle()["text/plain"])
-
-
-class ToolSchemas(list):
+class ToolSchemas(Displayed, list):
     """Tool definitions (`%skills tools`): a list of dicts, ready to pass as `tools=` to a chat client.
 
     Shown as pretty JSON, one collapsible block a tool, with the whole list as raw JSON to copy.
@@ -638,14 +620,8 @@ class ToolSchemas(list):
         raw = details("raw JSON (the whole list, to copy into tools=...)", pre(self.json))
         return {"text/plain": self.json, "text/html": wrap(f'<div class="card">{esc(head)}</div>{blocks}{raw}')}
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.mimebundle()
 
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.mimebundle()["text/plain"])
-
-
-class ToolCallView:
+class ToolCallView(Displayed):
     """One replayed tool call (`%%skill_call`): the arguments as sent and the exact text the model gets.
 
     `result` is the core `ToolResult` (text, is_error, error kind); `str()` is its text, word for word.
@@ -668,17 +644,11 @@ class ToolCallView:
         body = details("tool result (exactly what the model receives)", pre(r.text), open_=True)
         return {"text/plain": f"[{self.status()}]\n{r.text}", "text/html": wrap(card + body)}
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.mimebundle()
-
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.mimebundle()["text/plain"])
-
     def __str__(self) -> str:
         return self.result.text
 
 
-class AgentSettings:
+class AgentSettings(Displayed):
     """The notebook session's agent filter (`%skills agent`) and what it leaves visible.
 
     `view` is a new `AgentView` with the filter applied, for one conversation: pass it to `run_agent` so a
@@ -718,9 +688,3 @@ class AgentSettings:
                   if rows else "")
         return {"text/plain": "\n".join(lines),
                 "text/html": wrap(f'<div class="card">{"<br>".join(esc(x) for x in lines[:4 + bool(self.missing)])}</div>{hidden}')}
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.mimebundle()
-
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.mimebundle()["text/plain"])
