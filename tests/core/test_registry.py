@@ -15,14 +15,7 @@ from ipyskills import SkillError, SkillRegistry
 from ipyskills.errors import ConfigError, ResourceError, SandboxError, SkillNotFound
 from ipyskills.settings import Settings
 
-
-def write(path: Path, data: bytes | str = "x") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, str):
-        path.write_text(data, encoding="utf-8")
-    else:
-        path.write_bytes(data)
-    return path
+from .files import write
 
 
 def make_skill(folder: Path, name: str | None = None, description: str = "Does a thing.",

@@ -13,14 +13,7 @@ import pytest
 from ipyskills.core import resources as R
 from ipyskills.errors import ResourceError, SkillError
 
-
-def write(path: Path, data: bytes | str = "x") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, str):
-        path.write_text(data, encoding="utf-8")
-    else:
-        path.write_bytes(data)
-    return path
+from .files import write
 
 
 @pytest.fixture
