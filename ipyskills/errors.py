@@ -27,6 +27,11 @@ class SandboxError(SkillError):
     """The sandbox could not run the script (no engine, no image, bad script path, ...)."""
 
 
+class ProvisionError(SandboxError):
+    """Packages a skill needs could not be resolved or installed (no such distribution, no wheel for the
+    sandbox's Python, a conflict, no reachable index); the message says which and what to do."""
+
+
 class GuardBlocked(SandboxError):
     """The static guard found a blocking pattern; `findings` says which rule fired and where."""
 

@@ -1,0 +1,334 @@
+"""Host-side resolution and unpacking of wheels with uv: the one place that talks to a package index.
+
+`compile_lock` resolves requirement strings to a lock text (every distribution pinned with its sha256
+hashes, wheels only unless the caller opts in), `install_target` unpacks exactly the locked wheels into a
+folder in site-packages layout, `lock_names` reads a lock back. Resolution runs on the host, so the sandbox
+itself never needs a network; a target describes the Python the wheels are for (the sandbox image's, or a
+host interpreter's).
+
+Cache: uv's own cache (`uv cache dir`: `$UV_CACHE_DIR`, else `~/.cache/uv`), unless a caller passes
+`cache_dir`. Sharing it means wheels the user already fetched with uv (numpy, scipy: ~100 MB) are not
+fetched again, uv locks it for concurrent use, and `uv cache prune` / `uv cache clean` manage it; wheels in
+it are content-addressed and checked against the lock's hashes on every install.
+
+Index: uv reads `UV_INDEX_URL` / `UV_DEFAULT_INDEX` / `UV_EXTRA_INDEX_URL` and its own `uv.toml`; it
+ignores pip's settings, so `PIP_INDEX_URL` and `PIP_EXTRA_INDEX_URL` are passed on as their uv
+equivalents when those are not set (pip.conf files are not read).
+"""
+
+from __future__ import annotations
+
+import os
+import platform as _platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ProvisionError, SandboxError
+
+Log = Callable[[str], None]
+
+IMAGE_PYTHON = "/usr/bin/python3"  # Debian bookworm's python3 in the sandbox image
+IMAGE_PYTHON_VERSION = "3.11"
+PROGRESS_EVERY = 5.0  # seconds between progress lines
+UV_TIMEOUT = 1800.0  # a cold resolve + download of a big stack takes minutes, never half an hour
+_NAME_RE = re.compile(r"[-_.]+")
+
+
+def normalize(name: str) -> str:
+    """PEP 503 normalised distribution name."""
+    return _NAME_RE.sub("-", name).lower()
+
+
+@dataclass(frozen=True)
+class Target:
+    """The Python that wheels are resolved and unpacked for.
+
+    For the sandbox image: `python_version` and `platform` (a uv `--python-platform` such as
+    x86_64-manylinux_2_36). For a host interpreter: `platform` is None and `interpreter` names it, so uv
+    resolves with that interpreter's own markers and tags.
+    """
+
+    python_version: str = IMAGE_PYTHON_VERSION
+    platform: str | None = "x86_64-manylinux_2_36"
+    interpreter: str | None = None
+
+    @classmethod
+    def for_image(cls) -> Target:
+        """The sandbox image on this machine's architecture (Debian bookworm: CPython 3.11, glibc 2.36)."""
+        machine = _platform.machine().lower()
+        arch = "aarch64" if machine in ("aarch64", "arm64") else "x86_64"
+        return cls(python_version=IMAGE_PYTHON_VERSION, platform=f"{arch}-manylinux_2_36")
+
+    @classmethod
+    def for_host(cls, python: str) -> Target:
+        """A host interpreter (a venv's python): uv resolves for that interpreter itself."""
+        if os.path.realpath(python) == os.path.realpath(sys.executable):
+            version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        else:
+            try:
+                out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                     capture_output=True, text=True, timeout=30, check=True)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise ProvisionError(f"cannot run the Python interpreter {python}: {exc}") from None
+            version = out.stdout.strip()
+        return cls(python_version=version, platform=None, interpreter=python)
+
+    def describe(self) -> str:
+        if self.platform is None:
+            return f"CPython {self.python_version} ({self.interpreter or 'host'})"
+        return f"CPython {self.python_version} on {self.platform}"
+
+    def uv_args(self) -> list[str]:
+        if self.platform is None:
+            return ["--python", self.interpreter or sys.executable]
+        # any local interpreter runs uv's side; the tags and markers come from these two options
+        return ["--python", sys.executable, "--python-version", self.python_version,
+                "--python-platform", self.platform]
+
+
+def uv_bin() -> str:
+    """The uv executable: the one the `uv` PyPI package ships, else `uv` on PATH."""
+    try:
+        from uv import find_uv_bin
+
+        found = find_uv_bin()
+        if found and os.access(found, os.X_OK):
+            return found
+    except (ImportError, FileNotFoundError):
+        pass
+    found = shutil.which("uv")
+    if found:
+        return found
+    raise SandboxError("resolving packages needs uv, which is not installed: run `pip install uv` "
+                       "(in the environment ipyskills runs from) and try again")
+
+
+def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log: Log = print,
+                 allow_sdist: bool = False, cache_dir: str | None = None) -> str:
+    """Resolve `specs` (PEP 508 strings) to a lock text: one `name==version \\ --hash=sha256:...` entry per
+    distribution, wheels only unless `allow_sdist`. `constraints` is the text of a constraints file (e.g.
+    the base image's lock) that pins what is already there. Raises ProvisionError saying what to do for a
+    distribution that does not exist, one without a wheel for the target, a resolver conflict, or no
+    reachable index. Leaves no temp files behind."""
+    specs = [s.strip() for s in specs if s and s.strip()]
+    if not specs:
+        return ""
+    with tempfile.TemporaryDirectory(prefix="ipyskills-uv-") as tmp:
+        Path(tmp, "requirements.in").write_text("\n".join(specs) + "\n")
+        cmd = [uv_bin(), "pip", "compile", "requirements.in", "-o", "requirements.lock", "--generate-hashes",
+               "--no-header", *target.uv_args()]
+        if not allow_sdist:
+            cmd += ["--only-binary", ":all:"]
+        if constraints.strip():
+            Path(tmp, "constraints.txt").write_text(constraints)
+            cmd += ["-c", "constraints.txt"]
+        if cache_dir:
+            cmd += ["--cache-dir", cache_dir]
+        log(f"resolving {len(specs)} requirement(s) for {target.describe()} with uv")
+        code, lines = _run_uv(cmd, tmp, log, "resolving")
+        if code != 0:
+            raise ProvisionError(_compile_error(lines, specs, target, code))
+        lock = Path(tmp, "requirements.lock").read_text()
+    return lock
+
+
+def install_target(lock: str, dest: Path, target: Target, *, log: Log = print,
+                   cache_dir: str | None = None, allow_sdist: bool = False) -> None:
+    """Unpack exactly the locked wheels (hash-checked, no dependency resolution) into `dest` in
+    site-packages layout. Console scripts land in dest/bin; for an image target their `#!` line names the
+    image's python3. `allow_sdist` must match the compile_lock call when the lock holds a source
+    distribution (then uv builds it here)."""
+    dest = Path(dest)
+    if not lock_names(lock):
+        dest.mkdir(parents=True, exist_ok=True)
+        return
+    with tempfile.TemporaryDirectory(prefix="ipyskills-uv-") as tmp:
+        Path(tmp, "requirements.lock").write_text(lock)
+        cmd = [uv_bin(), "pip", "install", "--target", str(dest.resolve()), "--no-deps", "--require-hashes",
+               "-r", "requirements.lock", "--only-binary", ":all:", "--link-mode", "copy", *target.uv_args()]
+        if allow_sdist:
+            cmd = [c for c in cmd if c not in ("--only-binary", ":all:")]
+        if cache_dir:
+            cmd += ["--cache-dir", cache_dir]
+        log(f"unpacking {len(lock_names(lock))} locked wheel(s) into {dest}")
+        code, lines = _run_uv(cmd, tmp, log, "unpacking")
+        if code != 0:
+            raise ProvisionError(_install_error(lines, code))
+    if target.platform is not None:
+        _fix_shebangs(dest / "bin", IMAGE_PYTHON)
+
+
+def lock_names(lock: str) -> dict[str, str]:
+    """normalised name -> version, for every `name==version` entry of a lock text."""
+    names: dict[str, str] = {}
+    for line in lock.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "-")):
+            continue
+        m = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;\\]+)", line)
+        if m:
+            names[normalize(m.group(1))] = m.group(2)
+    return names
+
+
+# -- running uv ------------------------------------------------------------------------------------------
+
+def _uv_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if not (env.get("UV_INDEX_URL") or env.get("UV_DEFAULT_INDEX")) and env.get("PIP_INDEX_URL"):
+        env["UV_INDEX_URL"] = env["PIP_INDEX_URL"]
+    if not (env.get("UV_EXTRA_INDEX_URL") or env.get("UV_INDEX")) and env.get("PIP_EXTRA_INDEX_URL"):
+        env["UV_EXTRA_INDEX_URL"] = env["PIP_EXTRA_INDEX_URL"]
+    env.setdefault("UV_PYTHON_DOWNLOADS", "never")  # never fetch a Python behind the user's back
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def _run_uv(cmd: list[str], cwd: str, log: Log, doing: str) -> tuple[int, list[str]]:
+    """Run uv, collecting its stderr; report progress to `log` at most every PROGRESS_EVERY seconds."""
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=_uv_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except OSError as exc:
+        raise SandboxError(f"cannot run uv ({cmd[0]}): {exc}. Reinstall it with `pip install uv`.") from None
+    lines: list[str] = []
+
+    def read() -> None:
+        for raw in proc.stderr:
+            lines.append(raw.decode(errors="replace").rstrip())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    t0 = last = time.monotonic()
+    shown = 0
+    try:
+        while True:
+            try:
+                proc.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if now - t0 > UV_TIMEOUT:
+                raise ProvisionError(f"uv was still {doing} after {UV_TIMEOUT:.0f} s and was stopped; "
+                                     "check the network and the index, then try again")
+            if now - last >= PROGRESS_EVERY:
+                news = [ln for ln in lines[shown:] if ln.strip()]
+                shown = len(lines)
+                detail = f": {news[-1].strip()}" if news else ""
+                log(f"  uv still {doing} ({now - t0:.0f} s){detail}")
+                last = now
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=5)
+        proc.stderr.close()
+    if proc.returncode == 0:
+        for line in lines:
+            if line.startswith(("Resolved ", "Installed ", "Prepared ")):
+                log(f"  {line.strip()}")
+    return proc.returncode, lines
+
+
+def _fix_shebangs(bindir: Path, python: str) -> None:
+    if not bindir.is_dir():
+        return
+    for script in bindir.iterdir():
+        if not script.is_file() or script.is_symlink():
+            continue
+        data = script.read_bytes()
+        if data.startswith(b"#!") and b"python" in data.split(b"\n", 1)[0]:
+            rest = data.split(b"\n", 1)[1] if b"\n" in data else b""
+            script.write_bytes(b"#!" + python.encode() + b"\n" + rest)
+
+
+# -- uv's errors, as messages that say what to do -------------------------------------------------------
+
+_NET_MARKERS = ("Failed to fetch", "Request failed after", "tcp connect error", "dns error",
+                "error sending request", "Connection refused", "network was disabled", "timed out",
+                "Could not connect", "failed to lookup address")
+
+
+def _short(text: str, limit: int = 220) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _causes(lines: list[str], limit: int = 600) -> str:
+    """uv's explanation ("cause:" lines and their continuation), shortened."""
+    out: list[str] = []
+    for line in lines:
+        s = line.strip()
+        if not s or s.startswith("error:"):
+            continue
+        if s.startswith("hint:"):
+            break
+        out.append(s.removeprefix("cause:").strip())
+    return _short(" ".join(out), limit).rstrip(".")
+
+
+def _index_hint() -> str:
+    return ("the host needs access to PyPI or to a configured index (set UV_INDEX_URL, or PIP_INDEX_URL, "
+            "which ipyskills passes on to uv)")
+
+
+def _compile_error(lines: list[str], specs: list[str], target: Target, code: int) -> str:
+    text = "\n".join(lines)
+    wanted = ", ".join(specs)
+    if any(m in text for m in _NET_MARKERS) or "not found in the cache" in text:
+        where = ""
+        m = re.search(r"Failed to fetch: (\S+)", text)
+        if m:
+            where = f" ({m.group(1)})"
+        offline = "network was disabled" in text or "not found in the cache" in text
+        reason = ("uv is offline and its cache does not hold them" if offline
+                  else f"no package index could be reached{where}")
+        return f"cannot resolve {wanted}: {reason}; {_index_hint()}, then try again"
+    m = re.search(r"Wheels are required for `([^`]+)`", text)
+    abi = re.search(r"only found wheels for `([^`]+)`[^\n]*with the following (Python ABI|platform) tags", text)
+    if m or abi or "have no usable wheels" in text:
+        name = (m or abi).group(1) if (m or abi) else _first_name(text) or wanted
+        return (f"{name} has no wheel for {target.describe()} that fits {wanted} (only a source distribution, "
+                f"or wheels for other Pythons/platforms). Building from source is refused for safety: it runs "
+                f"the package's own build code on this machine. Pin a version of {name} that publishes a "
+                f"wheel for this target, pick another package, or opt in with allow_sdist=True. uv: "
+                f"{_causes(lines, 300)}")
+    m = re.search(r"Because (\S+) was not found in the package registry", text) or \
+        re.search(r"Because (\S+) was not found in the provided package locations", text) or \
+        re.search(r"No matching distribution found for (\S+)", text)
+    if m:
+        name = m.group(1)
+        return (f"there is no distribution named {name!r} on the package index: check the spelling (the "
+                f"name as on pypi.org, e.g. `beautifulsoup4` for bs4, `pyyaml` for yaml) or configure the index "
+                f"that has it (UV_INDEX_URL)")
+    if "No solution found" in text:
+        return (f"the requirements cannot be satisfied together ({wanted}): {_causes(lines)}. Loosen or "
+                f"change the pins that conflict")
+    if any("Couldn't parse" in ln or "Unexpected" in ln or "expected" in ln for ln in lines):
+        return f"a requirement could not be parsed ({wanted}): {_causes(lines) or _short(text)}"
+    return f"uv could not resolve {wanted} (exit {code}): {_short(' '.join(lines[-6:]), 600)}"
+
+
+def _first_name(text: str) -> str:
+    m = re.search(r"all versions of (\S+) have no usable wheels", text) or \
+        re.search(r"Because (\S+)[^\n]* have no usable wheels", text)
+    return m.group(1) if m else ""
+
+
+def _install_error(lines: list[str], code: int) -> str:
+    text = "\n".join(lines)
+    if any(m in text for m in _NET_MARKERS):
+        return f"cannot download the locked wheels: {_index_hint()}, then try again"
+    if "hash" in text.lower() and ("mismatch" in text.lower() or "Hash" in text):
+        return (f"a downloaded wheel does not match the hash in the lock (the index served different bytes); "
+                f"refusing it. uv: {_causes(lines)}")
+    return f"uv could not unpack the locked wheels (exit {code}): {_short(' '.join(lines[-6:]), 600)}"

@@ -1,0 +1,265 @@
+"""wheels.py: real uv calls against the real index (PyPI) for small packages, and every failure message.
+
+Network tests skip when no index answers (so an offline laptop reports skips, not failures)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+import pytest
+
+from ipyskills.errors import ProvisionError, SandboxError
+from ipyskills.sandbox import wheels
+from ipyskills.sandbox.wheels import Target, compile_lock, install_target, lock_names, uv_bin
+
+
+def _index_reachable() -> bool:
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/six/", timeout=10).close()
+        return True
+    except Exception:
+        return False
+
+
+needs_index = pytest.mark.skipif(not _index_reachable(), reason="no package index reachable from this host")
+IMAGE = Target.for_image()
+
+
+def quiet(_msg: str) -> None:
+    pass
+
+
+@pytest.fixture
+def no_temp_left():
+    """compile_lock/install_target leave no ipyskills-uv-* folder in the temp dir."""
+    tmp = tempfile.gettempdir()
+    before = {n for n in os.listdir(tmp) if n.startswith("ipyskills-uv-")}
+    yield
+    after = {n for n in os.listdir(tmp) if n.startswith("ipyskills-uv-")}
+    assert after <= before, f"temp files left behind: {sorted(after - before)}"
+
+
+# -- pure functions ----------------------------------------------------------------------------------------
+
+def test_target_defaults_and_for_image():
+    assert Target() == Target("3.11", "x86_64-manylinux_2_36")
+    t = Target.for_image()
+    assert t.python_version == "3.11"
+    assert t.platform in ("x86_64-manylinux_2_36", "aarch64-manylinux_2_36")
+
+
+def test_for_image_on_arm(monkeypatch):
+    monkeypatch.setattr(wheels._platform, "machine", lambda: "arm64")
+    assert Target.for_image().platform == "aarch64-manylinux_2_36"
+
+
+def test_for_host_reads_the_interpreter():
+    t = Target.for_host(sys.executable)
+    assert t.platform is None and t.interpreter == sys.executable
+    assert t.python_version == f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if os.path.exists("/usr/bin/python3"):
+        other = Target.for_host("/usr/bin/python3")
+        real = subprocess.run(["/usr/bin/python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True).stdout.strip()
+        assert other.python_version == real
+
+
+def test_for_host_missing_interpreter():
+    with pytest.raises(ProvisionError, match="cannot run the Python interpreter"):
+        Target.for_host("/nonexistent/python3")
+
+
+def test_provision_error_is_a_sandbox_error():
+    assert issubclass(ProvisionError, SandboxError)
+
+
+def test_lock_names_parses_pins_and_normalises():
+    lock = (
+        "Foo_Bar==1.2.3 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n    # via -r requirements.in\n"
+        "six==1.17.0 \\\n    --hash=sha256:cc\n"
+        "# comment==9\n"
+        "zope.interface==7.0 ; python_version >= '3.8' \\\n    --hash=sha256:dd\n"
+    )
+    assert lock_names(lock) == {"foo-bar": "1.2.3", "six": "1.17.0", "zope-interface": "7.0"}
+    assert lock_names("") == {}
+
+
+def test_uv_bin_found():
+    assert os.access(uv_bin(), os.X_OK)
+
+
+def test_uv_bin_missing_says_pip_install_uv(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_uv(name, *args, **kwargs):
+        if name == "uv":
+            raise ImportError("no uv")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_uv)
+    monkeypatch.setattr(wheels.shutil, "which", lambda _name: None)
+    with pytest.raises(SandboxError, match="pip install uv"):
+        uv_bin()
+
+
+def test_empty_specs_need_no_uv():
+    assert compile_lock([], IMAGE, log=quiet) == ""
+
+
+def test_pip_index_url_is_passed_to_uv(monkeypatch):
+    monkeypatch.delenv("UV_INDEX_URL", raising=False)
+    monkeypatch.delenv("UV_DEFAULT_INDEX", raising=False)
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+    assert wheels._uv_env()["UV_INDEX_URL"] == "https://mirror.example/simple"
+    monkeypatch.setenv("UV_INDEX_URL", "https://mine.example/simple")
+    assert wheels._uv_env()["UV_INDEX_URL"] == "https://mine.example/simple"
+
+
+# -- real resolution ---------------------------------------------------------------------------------------
+
+@needs_index
+@pytest.mark.slow
+def test_lock_and_install_small_packages(tmp_path, no_temp_left):
+    messages: list[str] = []
+    lock = compile_lock(["defusedxml", "six>=1.16"], IMAGE, log=messages.append)
+    names = lock_names(lock)
+    assert set(names) == {"defusedxml", "six"}
+    for name, version in names.items():
+        assert f"{name}=={version} \\" in lock  # exact pins
+    assert lock.count("--hash=sha256:") >= 2
+    assert "/tmp" not in lock and "ipyskills-uv-" not in lock  # reproducible text, no temp paths
+    assert any("Resolved" in m for m in messages)
+
+    dest = tmp_path / "site"
+    install_target(lock, dest, IMAGE, log=messages.append)
+    assert (dest / "defusedxml" / "__init__.py").is_file()
+    assert (dest / "six.py").is_file()
+    out = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                          "import defusedxml, six; print(defusedxml.__file__)", str(dest)],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith(str(dest))
+
+
+@needs_index
+@pytest.mark.slow
+def test_constraints_pin_what_is_there(no_temp_left):
+    base = compile_lock(["six==1.16.0"], IMAGE, log=quiet)
+    lock = compile_lock(["six"], IMAGE, constraints=base, log=quiet)
+    assert lock_names(lock) == {"six": "1.16.0"}
+
+
+@needs_index
+@pytest.mark.slow
+def test_console_scripts_land_in_bin_with_the_image_python(tmp_path):
+    lock = compile_lock(["tqdm"], IMAGE, log=quiet)
+    install_target(lock, tmp_path / "site", IMAGE, log=quiet)
+    script = tmp_path / "site" / "bin" / "tqdm"
+    assert script.is_file()
+    assert script.read_text().splitlines()[0] == "#!/usr/bin/python3"
+
+
+@needs_index
+@pytest.mark.slow
+def test_host_target_installs_for_this_interpreter(tmp_path):
+    host = Target.for_host(sys.executable)
+    lock = compile_lock(["six"], host, log=quiet)
+    install_target(lock, tmp_path / "site", host, log=quiet)
+    assert (tmp_path / "site" / "six.py").is_file()
+
+
+@needs_index
+@pytest.mark.slow
+def test_tampered_hash_is_refused(tmp_path, no_temp_left):
+    lock = compile_lock(["six==1.16.0"], IMAGE, log=quiet)
+    bad = "six==1.16.0 \\\n    --hash=sha256:" + "0" * 64 + "\n"
+    assert "sha256" in lock
+    with pytest.raises(ProvisionError, match="hash"):
+        install_target(bad, tmp_path / "site", IMAGE, log=quiet)
+    assert not (tmp_path / "site" / "six.py").exists()
+
+
+# -- failures, each from a real uv call ---------------------------------------------------------------------
+
+@needs_index
+@pytest.mark.slow
+def test_no_such_distribution(no_temp_left):
+    with pytest.raises(ProvisionError) as exc:
+        compile_lock(["ipyskills-no-such-dist-zz9"], IMAGE, log=quiet)
+    msg = str(exc.value)
+    assert "ipyskills-no-such-dist-zz9" in msg and "no distribution named" in msg and "spelling" in msg
+
+
+@needs_index
+@pytest.mark.slow
+def test_sdist_only_is_refused_with_how_to_opt_in(no_temp_left):
+    # docopt publishes only a source distribution
+    with pytest.raises(ProvisionError) as exc:
+        compile_lock(["docopt"], IMAGE, log=quiet)
+    msg = str(exc.value)
+    assert "docopt" in msg and "no wheel" in msg
+    assert "refused for safety" in msg and "allow_sdist=True" in msg
+
+
+@needs_index
+@pytest.mark.slow
+def test_no_wheel_for_the_target_python(no_temp_left):
+    # numpy < 1.20 has no CPython 3.11 wheels
+    with pytest.raises(ProvisionError) as exc:
+        compile_lock(["numpy<1.20"], IMAGE, log=quiet)
+    msg = str(exc.value)
+    assert "numpy" in msg and "no wheel for CPython 3.11" in msg and "allow_sdist=True" in msg
+
+
+@needs_index
+@pytest.mark.slow
+def test_conflict_quotes_uv(no_temp_left):
+    with pytest.raises(ProvisionError) as exc:
+        compile_lock(["pandas==2.2.3", "numpy<1.23"], IMAGE, log=quiet)
+    msg = str(exc.value)
+    assert "cannot be satisfied together" in msg
+    assert "pandas==2.2.3 depends on numpy" in msg  # uv's own explanation, quoted
+    assert len(msg) < 1200
+
+
+def test_unreachable_index(monkeypatch, tmp_path, no_temp_left):
+    monkeypatch.setenv("UV_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    with pytest.raises(ProvisionError) as exc:
+        compile_lock(["six"], IMAGE, log=quiet, cache_dir=str(tmp_path / "cache"))
+    msg = str(exc.value)
+    assert "no package index could be reached" in msg and "127.0.0.1:9" in msg
+    assert "UV_INDEX_URL" in msg and "PIP_INDEX_URL" in msg
+
+
+def test_offline_with_an_empty_cache(monkeypatch, tmp_path, no_temp_left):
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    with pytest.raises(ProvisionError) as exc:
+        compile_lock(["six"], IMAGE, log=quiet, cache_dir=str(tmp_path / "empty-cache"))
+    msg = str(exc.value)
+    assert "offline" in msg and "UV_INDEX_URL" in msg and "PyPI" in msg
+
+
+def test_bad_requirement_is_reported():
+    with pytest.raises(ProvisionError, match="could not be parsed"):
+        compile_lock(["[[ not a spec"], IMAGE, log=quiet)
+
+
+def test_progress_is_throttled(monkeypatch, tmp_path):
+    """A slow uv reports 'still resolving' lines, at most one per PROGRESS_EVERY seconds."""
+    monkeypatch.setattr(wheels, "PROGRESS_EVERY", 0.5)
+    fake = tmp_path / "uv"
+    fake.write_text("#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do echo \"step $i\" >&2; sleep 0.25; done\n"
+                    "echo 'Resolved 1 package in 2s' >&2\ntouch requirements.lock\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(wheels, "uv_bin", lambda: str(fake))
+    messages: list[str] = []
+    compile_lock(["six"], IMAGE, log=messages.append)
+    still = [m for m in messages if "still resolving" in m]
+    assert 2 <= len(still) <= 5
+    assert messages[-1].strip() == "Resolved 1 package in 2s"
