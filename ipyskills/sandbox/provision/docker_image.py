@@ -1,0 +1,172 @@
+"""Docker provisioning: a derived image FROM the sandbox image holding exactly the missing wheels.
+
+The wheels are resolved and unpacked on the host and travel in the build context (so a remote engine
+works too: nothing is bind-mounted), and the build runs with the network off. Bytecode is compiled during
+the build, because the root is read-only when scripts run.
+
+Tags: `ipyskills-deps:<hash of base image id + locked set>` is the image; `ipyskills-deps:r-<hash of base
+image id + requested specs>` points at it, so the next run of a skill asking for the same set finds its
+image with a single lookup and never resolves again. A failed build leaves nothing tagged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ...errors import SandboxError
+from .. import docker_client
+from ..wheels import Target, compile_lock, install_target, lock_names
+from . import Progress, Provisioned, Timer, _quiet, missing_from
+
+REPOSITORY = "ipyskills-deps"
+LABEL = "ipyskills.deps"  # "1" on every derived image (what `sandbox cleanup --images` looks at)
+LABEL_BASE = "ipyskills.deps.base"  # the id of the image it was built FROM
+LABEL_INSTALLED = "ipyskills.deps.installed"  # JSON list of "name==version"
+SITE = "/usr/local/lib/python{version}/dist-packages"  # on the image's python3 path, after the stdlib
+HIT_TTL = 60.0  # seconds a found image is trusted without asking the engine again
+
+DOCKERFILE = """\
+ARG BASE
+FROM ${BASE}
+USER 0:0
+COPY site/ %(site)s/
+COPY bin/ /usr/local/bin/
+RUN python3 -m compileall -q -j 0 %(site)s >/dev/null && chmod -R a+rX %(site)s /usr/local/bin
+USER 1000:1000
+"""
+
+_hits: dict[tuple[str, str], tuple[float, Provisioned]] = {}  # (endpoint, request tag) -> last hit
+_building: dict[str, threading.Lock] = {}  # one build per request tag at a time, in this process
+_building_lock = threading.Lock()
+
+
+def request_tag(base_id: str, specs: list[str]) -> str:
+    digest = hashlib.sha256((base_id + "\n" + "\n".join(sorted(set(specs)))).encode()).hexdigest()
+    return f"{REPOSITORY}:r-{digest[:16]}"
+
+
+def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, reasons: list[str],
+                 progress: Progress = _quiet) -> Provisioned:
+    """The image to run in for `specs` on top of `base_image` (built now when missing)."""
+    import docker.errors
+
+    endpoint = str(getattr(client.api, "base_url", ""))
+    try:
+        base_id = client.images.get(base_image).id
+    except docker.errors.ImageNotFound:
+        raise SandboxError(f"the sandbox image {base_image} is not present: build the image: "
+                           "ipyskills sandbox build [--offline]") from None
+    except docker_client.engine_errors() as exc:
+        raise SandboxError(f"no Docker engine answers ({docker_client.short(exc)})") from None
+    alias = request_tag(base_id, specs)
+    hit = _hits.get((endpoint, alias))
+    if hit is not None and time.monotonic() - hit[0] < HIT_TTL:
+        return hit[1]
+    with _lock_for(alias):
+        found = _existing(client, alias)
+        if found is None:
+            found = _provision(client, base_image, base_id, specs, alias, base_lock, reasons, progress)
+        _hits[(endpoint, alias)] = (time.monotonic(), found)
+        return found
+
+
+def _lock_for(tag: str) -> threading.Lock:
+    with _building_lock:
+        return _building.setdefault(tag, threading.Lock())
+
+
+def _existing(client, tag: str) -> Provisioned | None:
+    import docker.errors
+
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    labels = image.labels or {}
+    installed = json.loads(labels.get(LABEL_INSTALLED) or "[]")
+    return Provisioned(installed=installed, image=tag if installed else "", built=False)
+
+
+def _provision(client, base_image: str, base_id: str, specs: list[str], alias: str, base_lock: str,
+               reasons: list[str], progress: Progress) -> Provisioned:
+    timer = Timer()
+    target = Target.for_image()
+    progress(f"dependencies: resolving {len(specs)} requirement(s) for Python {target.python_version} "
+             f"({target.platform}), wheels only: {', '.join(specs)}")
+    lock = compile_lock(specs, target, constraints=base_lock, log=progress)
+    new_lock, installed = missing_from(lock, lock_names(base_lock))
+    if not installed:
+        progress("dependencies: everything needed is already in the sandbox image")
+        client.images.get(base_id).tag(*alias.split(":"))
+        return Provisioned(image="", built=False, seconds=timer.seconds)
+    tag = f"{REPOSITORY}:{hashlib.sha256((base_id + new_lock).encode()).hexdigest()[:16]}"
+    if _existing(client, tag) is None:
+        progress(f"dependencies: installing {len(installed)} distribution(s): {', '.join(installed)}")
+        _build(client, base_id, new_lock, installed, tag, target, progress)
+    client.images.get(tag).tag(*alias.split(":"))
+    progress(f"dependencies: ready in {timer.seconds:.1f} s ({tag})")
+    return Provisioned(installed=installed, image=tag, built=True, seconds=timer.seconds, reasons=reasons)
+
+
+def _build(client, base_id: str, lock: str, installed: list[str], tag: str, target: Target,
+           progress: Progress) -> None:
+    import docker.errors
+
+    site = SITE.format(version=target.python_version)
+    with tempfile.TemporaryDirectory(prefix="ipyskills-deps-") as ctx:
+        context = Path(ctx)
+        install_target(lock, context / "site", target, log=progress)
+        bin_dir = context / "site" / "bin"
+        if bin_dir.is_dir():
+            shutil.move(str(bin_dir), context / "bin")  # console scripts go on PATH, not into site-packages
+        else:
+            (context / "bin").mkdir()
+        (context / "Dockerfile").write_text(DOCKERFILE % {"site": site})
+        labels = {LABEL: "1", LABEL_BASE: base_id, LABEL_INSTALLED: json.dumps(installed)}
+        progress(f"dependencies: building {tag} with the network off")
+        try:
+            for chunk in client.api.build(path=ctx, tag=tag, buildargs={"BASE": base_id}, rm=True,
+                                          forcerm=True, pull=False, network_mode="none", decode=True,
+                                          labels=labels):
+                if "error" in chunk:
+                    raise SandboxError(f"building the dependency image failed: {chunk['error'].strip()}")
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"building the dependency image failed: {exc.explanation or exc}") from None
+        except docker_client.engine_errors() as exc:
+            raise SandboxError(f"lost contact with the Docker engine while building the dependency image "
+                               f"({docker_client.short(exc)})") from None
+
+
+def unused_tags(client, wanted: set[str]) -> list[str]:
+    """The `ipyskills-deps` tags that no skill asks for now (`wanted` holds the request tags of the skills
+    in view), together with the derived images only those tags point at."""
+    unused = []
+    for image in client.images.list(name=REPOSITORY):
+        tags = [t for t in image.tags if t.startswith(REPOSITORY + ":")]
+        requests = [t for t in tags if t.split(":", 1)[1].startswith("r-")]
+        if any(t in wanted for t in requests):
+            continue
+        unused += tags
+    return unused
+
+
+def remove_tags(client, tags: list[str]) -> list[str]:
+    """Untag each (an image loses its last tag and is deleted, unless a container still uses it)."""
+    import docker.errors
+
+    removed = []
+    for tag in tags:
+        try:
+            client.images.remove(tag, noprune=False)
+            removed.append(tag)
+        except docker.errors.ImageNotFound:
+            continue
+        except docker.errors.APIError:  # in use by a container: kept, and tried again next time
+            continue
+    return removed

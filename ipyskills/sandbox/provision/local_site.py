@@ -1,0 +1,114 @@
+"""Local provisioning: a folder of unpacked wheels per requirement set, first on the run's PYTHONPATH.
+
+A folder rather than a virtual environment, on purpose: the local backend runs scripts with this Python and
+the packages it already has (that is its baseline), and a venv would hide them. The folder only adds what
+is missing, resolved with everything this Python has pinned as constraints, so nothing it ships is
+replaced under it. Folders live in the user's cache (`$XDG_CACHE_HOME/ipyskills/sites`, or
+`/var/cache/ipyskills/sites` for root, whose runs use other uids that cannot enter /root), keyed by a hash
+of the interpreter, its packages and the requested set; one is written under a temporary name and renamed
+when complete, so a crash never leaves a half-filled folder in use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from importlib import metadata
+from pathlib import Path
+
+from ...errors import SandboxError
+from ..wheels import Target, compile_lock, install_target, normalize
+from . import Progress, Provisioned, Timer, _quiet, missing_from
+
+MARKER = ".ipyskills-site.json"  # written last: a folder without it is not used
+_lock = threading.Lock()
+
+
+def cache_root() -> Path:
+    if os.environ.get("IPYSKILLS_CACHE_DIR"):
+        return Path(os.environ["IPYSKILLS_CACHE_DIR"]) / "sites"
+    if os.geteuid() == 0:
+        return Path("/var/cache/ipyskills/sites")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ipyskills" / "sites"
+
+
+def present_distributions() -> dict[str, str]:
+    """normalised name -> version of what this Python can import now."""
+    found: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata.get("Name")
+        if name:
+            found.setdefault(normalize(name), dist.version)
+    return found
+
+
+def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _quiet) -> Provisioned:
+    present = present_distributions()
+    constraints = "".join(f"{name}=={version}\n" for name, version in sorted(present.items()))
+    key = hashlib.sha256(json.dumps([sys.executable, sys.version, constraints, sorted(set(specs))]).encode())
+    site = cache_root() / key.hexdigest()[:16]
+    with _lock:
+        done = _read_marker(site)
+        if done is not None:
+            return Provisioned(installed=done, site=str(site) if done else "", built=False)
+        return _provision(site, specs, constraints, present, reasons, progress)
+
+
+def _read_marker(site: Path) -> list[str] | None:
+    try:
+        return json.loads((site / MARKER).read_text())["installed"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _provision(site: Path, specs, constraints, present, reasons, progress) -> Provisioned:
+    timer = Timer()
+    target = Target.for_host(sys.executable)
+    progress(f"dependencies: resolving {len(specs)} requirement(s) for this Python "
+             f"({target.python_version}), wheels only: {', '.join(specs)}")
+    lock = compile_lock(specs, target, constraints=_installable(constraints), log=progress)
+    new_lock, installed = missing_from(lock, present)
+    try:
+        site.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(site.parent, 0o755)  # runs as other uids (root's case) must be able to read it
+        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=site.parent))
+    except OSError as exc:
+        raise SandboxError(f"cannot create the dependency folder under {site.parent}: {exc.strerror}; set "
+                           "IPYSKILLS_CACHE_DIR to a writable folder") from None
+    try:
+        if installed:
+            progress(f"dependencies: installing {len(installed)} distribution(s): {', '.join(installed)}")
+            install_target(new_lock, staging, target, log=progress)
+        else:
+            progress("dependencies: everything needed is already installed here")
+        (staging / ".lock").unlink(missing_ok=True)  # uv's world-writable lock file: no channel between runs
+        (staging / MARKER).write_text(json.dumps({"installed": installed, "specs": specs}))
+        os.chmod(staging, 0o755)
+        for dirpath, dirnames, filenames in os.walk(staging):
+            for name in dirnames + filenames:
+                path = os.path.join(dirpath, name)
+                if not os.path.islink(path):
+                    os.chmod(path, os.stat(path).st_mode | 0o444 | (0o111 if name in dirnames else 0))
+        try:
+            staging.rename(site)
+        except OSError:  # another process finished the same folder first: use theirs
+            if _read_marker(site) is None:
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    progress(f"dependencies: ready in {timer.seconds:.1f} s ({site})")
+    return Provisioned(installed=installed, site=str(site) if installed else "", built=bool(installed),
+                       seconds=timer.seconds, reasons=reasons)
+
+
+def _installable(constraints: str) -> str:
+    """Constraints uv can use: drop the entries of distributions that live only here (editable installs,
+    local builds), which the registry may not know."""
+    keep = [line for line in constraints.splitlines() if "+" not in line.split("==", 1)[-1]]
+    return "\n".join(keep) + "\n"
