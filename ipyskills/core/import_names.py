@@ -1,0 +1,77 @@
+"""Import name -> PyPI distribution, for the imports skills' scripts use most, checked by hand.
+
+What this covers: the top-level modules whose distribution has a different name (docx -> python-docx,
+fitz -> PyMuPDF, PIL -> pillow, cv2 -> opencv-python-headless, ...), chosen from the document, PDF,
+data-science, web and crypto libraries that published skills import. Where several distributions provide
+one module, the entry names the one a headless sandbox wants (opencv-python-headless, faiss-cpu). A value
+of None means the name is ambiguous (`google` is protobuf, google-auth, google-cloud-* ...): the import is
+reported as skipped and the skill has to declare what it means.
+
+Everything else goes to the generated map, `data/import_map.json`, made by `scripts/gen_import_map.py`
+from pyimport2pkg's database of the top ~15,000 PyPI distributions (MIT License): module names that differ
+from their distribution's name with one clear winner, plus the top ~5000 distributions whose import name
+is their own name. An import found in neither is not guessed.
+"""
+
+from __future__ import annotations
+
+IMPORT_NAMES: dict[str, str | None] = {
+    # documents and PDF
+    "docx": "python-docx",
+    "pptx": "python-pptx",
+    "fitz": "PyMuPDF",
+    "pymupdf": "PyMuPDF",
+    "pdfminer": "pdfminer.six",
+    "pdf2image": "pdf2image",
+    "pytesseract": "pytesseract",
+    "markitdown": "markitdown",
+    "openpyxl": "openpyxl",
+    "xlsxwriter": "XlsxWriter",
+    "lxml": "lxml",
+    "defusedxml": "defusedxml",
+    "pypdf": "pypdf",
+    "PyPDF2": "PyPDF2",
+    "pdfplumber": "pdfplumber",
+    "docx2txt": "docx2txt",
+    "reportlab": "reportlab",
+    "bs4": "beautifulsoup4",
+    # images and science
+    "PIL": "pillow",
+    "cv2": "opencv-python-headless",
+    "skimage": "scikit-image",
+    "sklearn": "scikit-learn",
+    "mpl_toolkits": "matplotlib",
+    "Bio": "biopython",
+    "rdkit": "rdkit",
+    "umap": "umap-learn",
+    "igraph": "igraph",
+    "community": "python-louvain",
+    "faiss": "faiss-cpu",
+    "tensorflow": "tensorflow",
+    "torch": "torch",
+    "sentence_transformers": "sentence-transformers",
+    "Levenshtein": "python-Levenshtein",
+    # general purpose
+    "yaml": "PyYAML",
+    "dotenv": "python-dotenv",
+    "dateutil": "python-dateutil",
+    "attr": "attrs",
+    "jwt": "PyJWT",
+    "jose": "python-jose",
+    "slugify": "python-slugify",
+    "multipart": "python-multipart",
+    "magic": "python-magic",
+    "OpenSSL": "pyOpenSSL",
+    "Crypto": "pycryptodome",
+    "dns": "dnspython",
+    "serial": "pyserial",
+    "usb": "pyusb",
+    "zmq": "pyzmq",
+    "gi": "PyGObject",
+    "ldap": "python-ldap",
+    "win32api": "pywin32",
+    "telegram": "python-telegram-bot",
+    "discord": "discord.py",
+    # ambiguous: several unrelated distributions install this top-level name
+    "google": None,
+}
