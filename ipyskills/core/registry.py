@@ -242,6 +242,16 @@ class SkillRegistry:
             image=self.settings.image,
         )
 
+    def requirements(self, name: str, *, provided=None) -> "SkillRequirements":  # noqa: F821
+        """What the skill needs: Python distributions with their sources, programs, and the image profile."""
+        from .requirements import analyze, default_provided
+
+        meta = self.get(name)
+        compatibility = meta.frontmatter.get("compatibility") if isinstance(meta.frontmatter, dict) else None
+        return analyze(meta.path, skill_name=meta.name,
+                       provided=default_provided() if provided is None else provided,
+                       compatibility=compatibility if isinstance(compatibility, str) else "")
+
     # --- agent tools (ipyskills.core.tools) -----------------------------------------------------------
 
     def tool_schemas(self, format: str = "openai", **view_options) -> list[dict]:
