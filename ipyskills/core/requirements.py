@@ -319,14 +319,14 @@ def _parse_requirement(text: str) -> tuple[str, str]:
     text = text.strip()
     if _URL.match(text):
         raise _Skip(f"a URL: {_NOT_WHEELS}")
+    if re.match(r"^[^;@]*\s@\s|^[A-Za-z0-9._-]+(\[[^\]]*\])?@", text):
+        raise _Skip(f"a direct URL reference: {_NOT_WHEELS}")
     if text.startswith((".", "/", "~")) or text.endswith((".whl", ".tar.gz", ".zip")):
         raise _Skip(f"a local path: {_NOT_WHEELS}")
     match = _NAME.match(text)
     if not match or "/" in match["name"]:
         raise _Skip("not a requirement (PEP 508) string")
     name, rest = match["name"], match["rest"].strip()
-    if rest.startswith("@"):
-        raise _Skip(f"a direct URL reference: {_NOT_WHEELS}")
     if rest and not re.match(r"^[<>=!~(;]", rest):
         raise _Skip("not a requirement (PEP 508) string")
     if "+cu" in rest or normalise(name).startswith("cupy"):
