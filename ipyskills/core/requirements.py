@@ -195,35 +195,42 @@ class _Scan:
 
     def run(self) -> None:
         self._walk()
-        py = [f for f in self.files if f.endswith(".py")]
+        trees = self._python_files()  # PEP 723 blocks now, imports after every declared source
+        self._declared_files()
+        skill_md = next((n for n in SKILL_FILE_NAMES if n in self.files), None)
+        text = self.read(skill_md) if skill_md else None
+        if text is not None:
+            _scan_skill_md(self, skill_md, text)
+        for rel, tree in trees.items():
+            _scan_imports(self, rel, tree)
+            _scan_python_programs(self, rel, tree)
+        self._shell_files()
+
+    def _python_files(self) -> dict[str, ast.AST]:
+        """Read every script once: its PEP 723 block, and its syntax tree for imports and programs."""
         trees = {}
-        for rel in py:
-            text = self.read(rel)
+        for rel in self.files:
+            text = self.read(rel) if rel.endswith(".py") else None
             if text is not None:
                 _scan_pep723(self, rel, text)
-                trees[rel] = _parse(self, rel, text)
+                tree = _parse(self, rel, text)
+                if tree is not None:
+                    trees[rel] = tree
+        return trees
+
+    def _declared_files(self) -> None:
         for rel in self.files:
-            name = PurePosixPath(rel).name.lower()
-            if fnmatch.fnmatch(name, "requirements*.txt"):
+            name = PurePosixPath(rel).name
+            if fnmatch.fnmatch(name.lower(), "requirements*.txt"):
                 self.requirements_file(rel)
-        for rel in self.files:
-            if PurePosixPath(rel).name == "pyproject.toml":
+            elif name == "pyproject.toml":
                 _scan_pyproject(self, rel)
-        skill_md = next((n for n in SKILL_FILE_NAMES if n in self.files), None)
-        if skill_md:
-            text = self.read(skill_md)
-            if text is not None:
-                _scan_skill_md(self, skill_md, text)
-        for rel, tree in trees.items():
-            if tree is not None:
-                _scan_imports(self, rel, tree)
-                _scan_python_programs(self, rel, tree)
+
+    def _shell_files(self) -> None:
         for rel in self.files:
-            if rel.endswith((".sh", ".bash")):
-                text = self.read(rel)
-                if text is not None:
-                    for lineno, line in enumerate(text.splitlines(), 1):
-                        _shell_programs(self, rel, lineno, line)
+            text = self.read(rel) if rel.endswith((".sh", ".bash")) else None
+            for lineno, line in enumerate((text or "").splitlines(), 1):
+                _shell_programs(self, rel, lineno, line)
 
     def _walk(self) -> None:
         """List the skill's files (sorted, capped), and note every module name the skill defines."""
