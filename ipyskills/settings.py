@@ -15,6 +15,8 @@ DEFAULT_ROOTS = ("./skills", "./.agents/skills", "./.claude/skills", "~/.agents/
 
 DEFAULT_IMAGE = "ipyskills-sandbox:latest"
 BACKENDS = ("auto", "docker", "local")
+# What a run provisions before it starts: every requirement found, only declared ones, or nothing.
+DEPS_MODES = ("auto", "declared", "off")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Settings:
     output_cap: int = 1024 * 1024  # bytes kept of stdout and of stderr, each
     guard: bool = True  # static check before every run
     pool_size: int = 2  # Docker containers kept started ahead of runs (0: no warm pool)
+    deps: str = "auto"  # provision a skill's Python requirements before its first run (see DEPS_MODES)
 
     def with_overrides(self, **changes) -> Settings:
         unknown = set(changes) - {f.name for f in fields(self)}
@@ -74,4 +77,14 @@ def _coerce(name: str, default, raw: str):
         raise ConfigError(f"{what}: expected a number") from None
     if name == "backend" and raw not in BACKENDS:
         raise ConfigError(f"{what}: expected one of {', '.join(BACKENDS)}")
+    if name == "deps":
+        return check_deps_mode(raw, what)
     return raw
+
+
+def check_deps_mode(value, what: str = "deps") -> str:
+    if value not in DEPS_MODES:
+        raise ConfigError(f"{what}: expected one of {', '.join(DEPS_MODES)} (auto: every requirement found, "
+                          f"declared: only PEP 723 blocks, requirements files and install lines, off: none), "
+                          f"got {value!r}")
+    return value

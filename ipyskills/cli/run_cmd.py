@@ -41,6 +41,9 @@ def register(subparsers) -> None:
     p.add_argument("--no-guard", dest="guard", action="store_false", default=None,
                    help="skip the static script check (the sandbox still applies)")
     p.add_argument("--no-stdin", action="store_true", help="do not read standard input")
+    p.add_argument("--deps", choices=("auto", "declared", "off"),
+                   help="install the skill's Python requirements before the run: auto (every requirement "
+                   "found, the default), declared (ignore inferred imports) or off")
     add_json_option(p)
     p.set_defaults(func=cmd_run)
 
@@ -79,6 +82,7 @@ def cmd_run(args) -> int:
     result = reg.run(
         args.name, args.script, args=script_args, stdin=read_stdin(args.no_stdin),
         backend=args.backend, timeout=args.timeout, memory=args.memory, network=args.network, guard=args.guard,
+        deps=args.deps, progress=_progress,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
@@ -88,6 +92,10 @@ def cmd_run(args) -> int:
     for line in _notes(result):
         print(f"ipyskills: {line}", file=sys.stderr)
     return exit_code_for(result)
+
+
+def _progress(line: str) -> None:
+    print(f"ipyskills: {line}", file=sys.stderr, flush=True)
 
 
 def _write(stream, text: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from . import add_json_option
+from . import add_dir_option, add_json_option
 
 
 def register(subparsers) -> None:
@@ -34,10 +34,14 @@ def register(subparsers) -> None:
     add_json_option(status)
     status.set_defaults(func=run_status)
 
-    cleanup = sub.add_parser("cleanup", help="remove leftover sandbox containers",
+    cleanup = sub.add_parser("cleanup", help="remove leftover sandbox containers and unused dependency images",
                              description="Remove sandbox containers whose owning process is gone "
-                             "(or all sandbox containers with --all).")
+                             "(or all sandbox containers with --all), and dependency images "
+                             "(ipyskills-deps:*) that none of the skills in view needs with the current "
+                             "sandbox image. The skills in view are those of the configured roots, or of "
+                             "--dir. A removed dependency image is rebuilt by the next run that needs it.")
     cleanup.add_argument("--all", action="store_true", help="also remove containers of running processes")
+    add_dir_option(cleanup)
     add_json_option(cleanup)
     cleanup.set_defaults(func=run_cleanup)
 
@@ -114,12 +118,46 @@ def run_status(args) -> int:
 
 def run_cleanup(args) -> int:
     from ..sandbox.docker_backend import cleanup
+    from ..sandbox.docker_client import connect
+    from ..sandbox.provision.docker_image import remove_tags, unused_tags
+    from .core_cmds import make_registry
 
     removed = cleanup(all_owners=args.all)
+    client = connect()
+    images = remove_tags(client, unused_tags(client, wanted_request_tags(make_registry(args), client)))
     if args.json:
-        print(json.dumps({"removed": removed}))
-    elif removed:
+        print(json.dumps({"removed": removed, "removed_images": images}))
+        return 0
+    if removed:
         print(f"removed {len(removed)} sandbox container(s): {' '.join(removed)}")
     else:
         print("no stray sandbox containers")
+    if images:
+        print(f"removed {len(images)} unused dependency image tag(s): {' '.join(images)}")
     return 0
+
+
+def wanted_request_tags(reg, client) -> set[str]:
+    """The dependency-image request tags the skills in view would use now (on every profile's image)."""
+    import docker.errors
+
+    from ..errors import SkillError
+    from ..sandbox.image import PROFILES
+    from ..sandbox.provision import wanted_requirements
+    from ..sandbox.provision.docker_image import request_tag
+
+    base_ids = []
+    for image in {reg.settings.image, *PROFILES.values()}:
+        try:
+            base_ids.append(client.images.get(image).id)
+        except docker.errors.ImageNotFound:
+            continue
+    wanted = set()
+    for meta in reg.list():
+        try:
+            reqs = reg.requirements(meta.name)
+        except SkillError:
+            continue
+        specs = sorted({r.spec for r in wanted_requirements(reqs, reg.settings.deps, "docker")})
+        wanted |= {request_tag(base_id, specs) for base_id in base_ids if specs}
+    return wanted

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from ..errors import ConfigError, ResourceError, SandboxError, SkillNotFound
-from ..settings import Settings
+from ..settings import Settings, check_deps_mode
 from . import resources as res
 from .discover import Discovery, Root, ScanResult, default_roots, make_root
 from .model import Problem, SkillMeta
@@ -191,21 +191,26 @@ class SkillRegistry:
 
     def run(self, name: str, script: str, args=None, stdin=None, backend: str | None = None,
             timeout: float | None = None, memory=None, network: bool | None = None,
-            guard: bool | None = None, **limits):
-        """Run one of the skill's scripts in the sandbox and return its ExecuteResult."""
+            guard: bool | None = None, deps: str | None = None, progress=None, **limits):
+        """Run one of the skill's scripts in the sandbox and return its ExecuteResult.
+
+        deps: "auto" | "declared" | "off" (default: the `deps` setting): which of the skill's Python
+        requirements are installed into the sandbox first. progress: called with one line per stage of
+        slow preparation work (resolving and installing dependencies)."""
         from ..sandbox import runner
 
         request = self.run_request(name, script, args=args, stdin=stdin, timeout=timeout, memory=memory,
-                                   network=network, **limits)
+                                   network=network, deps=deps, **limits)
         return runner.run(
             request,
             backend=self.settings.backend if backend is None else backend,
             guard=self.settings.guard if guard is None else guard,
             settings=self.settings,
+            progress=progress,
         )
 
     def run_request(self, name: str, script: str, args=None, stdin=None, timeout=None, memory=None,
-                    network=None, **limits):
+                    network=None, deps=None, **limits):
         """The RunRequest `run()` would hand to the runner (script confined, limits checked)."""
         from ..sandbox.policy import Limits
         from ..sandbox.runner import RunRequest
@@ -232,6 +237,7 @@ class SkillRegistry:
             raise SandboxError(f"unknown limit(s): {', '.join(sorted(unknown))}; "
                                f"known: {', '.join(Limits.__dataclass_fields__)}")
         lim = Limits.from_settings(self.settings, timeout=timeout, memory=memory, network=network, **limits)
+        deps = check_deps_mode(self.settings.deps if deps is None else deps)
         return RunRequest(
             skill_name=meta.name,
             skill_dir=meta.path.resolve(),
@@ -240,7 +246,24 @@ class SkillRegistry:
             stdin=stdin_bytes,
             limits=lim,
             image=self.settings.image,
+            requirements=self.requirements(meta.name),  # also says which image profile the scripts need
+            deps=deps,
         )
+
+    def install_requirements(self, name: str, *, backend: str | None = None, deps: str | None = None,
+                             progress=None):
+        """Provision the skill's requirements now, where `backend` would run it (as the first run would);
+        returns the Provisioned record (None when there is nothing to install)."""
+        from ..sandbox import runner
+
+        meta = self.get(name)
+        deps = check_deps_mode(self.settings.deps if deps is None else deps)
+        request = runner.RunRequest(skill_name=meta.name, skill_dir=meta.path.resolve(), script="",
+                                    image=self.settings.image, deps=deps,
+                                    requirements=None if deps == "off" else self.requirements(meta.name))
+        impl, _notice = runner.select_backend(self.settings.backend if backend is None else backend,
+                                              request.image, self.settings)
+        return runner.provision(impl, request, progress)
 
     def requirements(self, name: str, *, provided=None) -> "SkillRequirements":  # noqa: F821
         """What the skill needs: Python distributions with their sources, programs, and the image profile."""

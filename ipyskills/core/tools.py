@@ -59,6 +59,8 @@ _EXECUTE_DESCRIPTION = (
     "its scripts; read the skill first with read_skill. The script runs non-interactively with the skill "
     "folder as its working directory. Pass command-line arguments in args as a list of strings, and data "
     "you already have (for example a JSON string) in input, which the script reads from standard input. "
+    "Python packages the skill needs are installed into the sandbox before its first run; the script "
+    "itself has no network access. "
     "Long output is cut in the middle, and the cut is marked. A failure comes back as a line starting "
     "with 'Error:' or as a report with a non-zero exit code; read it, then fix the call or tell the user."
 )

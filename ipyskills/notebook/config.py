@@ -11,7 +11,7 @@ from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, validat
 from traitlets.config import Configurable
 
 from ..errors import ConfigError
-from ..settings import BACKENDS, Settings
+from ..settings import BACKENDS, DEPS_MODES, Settings
 
 _DEFAULTS = Settings()
 
@@ -32,6 +32,7 @@ TRAIT_FIELDS = {
     "output_cap": "output_cap",
     "guard": "guard",
     "pool_size": "pool_size",
+    "deps": "deps",
 }
 
 
@@ -61,6 +62,10 @@ class IPySkillsConfig(Configurable):
     pool_size = Int(_DEFAULTS.pool_size,
                     help="Docker containers started ahead of runs, each used once (0 turns the warm pool "
                          "off).").tag(config=True)
+    deps = Enum(DEPS_MODES, default_value=_DEFAULTS.deps,
+                help="What a run installs into the sandbox before it starts: auto (every requirement found, "
+                     "imports included), declared (PEP 723 blocks, requirements files and install lines in "
+                     "SKILL.md), off (nothing).").tag(config=True)
     authoring_root = Unicode("./skills", help="Where %%skill writes a skill that does not exist yet."
                              ).tag(config=True)
     table_rows = Int(50, help="Catalog rows shown before the table says 'showing N of M'.").tag(config=True)

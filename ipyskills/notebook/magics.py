@@ -42,7 +42,7 @@ from .display import (
     content_bundle,
 )
 
-SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent")
+SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent", "deps")
 ALL_SKILLS = "*"  # `--allow '*'` lifts the session's allow-list (not a valid skill name, so unambiguous)
 _AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled")
 _IMAGE_PREFIX = "image/"
@@ -129,9 +129,10 @@ class IPySkills(IPySkillsConfig, Magics):
 
     @ma.magic_arguments()
     @ma.argument("command", nargs="?", default="list", metavar="COMMAND",
-                 help="list (default), add DIR, validate [NAME|PATH], prompt, tools, agent, browse, refresh")
+                 help="list (default), add DIR, validate [NAME|PATH], deps NAME, prompt, tools, agent, browse, "
+                      "refresh")
     @ma.argument("target", nargs="?", default=None, metavar="TARGET",
-                 help="the folder for `add`; the skill name or path for `validate`")
+                 help="the folder for `add`; the skill name or path for `validate`; the skill for `deps`")
     @ma.argument("-f", "--filter", default=None, metavar="TEXT",
                  help="only skills whose name, description, status or root contains TEXT")
     @ma.argument("-n", "--rows", type=int, default=None, metavar="N", help="rows shown (default 50)")
@@ -144,6 +145,9 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.argument("--enable", default=None, metavar="A,B",
                  help="agent: show these skills again (also those whose SKILL.md sets disable-model-invocation)")
     @ma.argument("--reset", action="store_true", help="agent: back to all skills, nothing disabled or enabled")
+    @ma.argument("--install", action="store_true", help="deps: install them now, as the first run would")
+    @ma.argument("--deps", default=None, choices=("auto", "declared", "off"),
+                 help="deps: which requirements count (default: the deps setting)")
     @no_var_expand
     @line_magic
     def skills(self, line: str = ""):
@@ -152,6 +156,8 @@ class IPySkills(IPySkillsConfig, Magics):
         %skills [list] [-f TEXT] [-n N]   the catalog as a table
         %skills add DIR                   add a root of skills or one skill folder
         %skills validate [NAME|PATH]      strict validation report (all skills without a target)
+        %skills deps NAME [--install]     the Python packages the skill's scripts need, each with where it
+                                          came from; --install provisions them now (else the first run does)
         %skills prompt                    the level-1 <available_skills> block of every discovered skill,
                                           exactly as `ipyskills prompt` prints it (no instructions, no filter)
         %skills prompt --format xml       the agent's whole system-prompt section: instructions for the two
@@ -174,10 +180,13 @@ class IPySkills(IPySkillsConfig, Magics):
         command = args.command
         if command not in SKILLS_COMMANDS:
             raise UsageError(f"%skills: unknown command {command!r}; use one of {', '.join(SKILLS_COMMANDS)}")
-        needs_target = command == "add"
-        takes_target = command in ("add", "validate")
+        needs_target = command in ("add", "deps")
+        takes_target = command in ("add", "validate", "deps")
         if needs_target and not args.target:
-            raise UsageError("%skills add needs a folder: %skills add DIR (a root of skills or one skill folder)")
+            raise UsageError("%skills add needs a folder: %skills add DIR (a root of skills or one skill folder)"
+                             if command == "add" else "%skills deps needs a skill: %skills deps NAME [--install]")
+        if (args.install or args.deps) and command != "deps":
+            raise UsageError(f"--install and --deps go with %skills deps, not %skills {command}")
         if args.target and not takes_target:
             raise UsageError(f"%skills {command} takes no argument (got {args.target!r})")
         if args.rows is not None and args.rows < 1:
@@ -209,6 +218,17 @@ class IPySkills(IPySkillsConfig, Magics):
         if args.filter:
             skills = SkillTable(skills).filter(args.filter).skills
         return ReportList([self._call(reg.validate, str(s.path)) for s in skills])
+
+    def _skills_deps(self, args):
+        from .deps_view import ProgressLog, RequirementsView
+
+        reqs = self._call(self.registry.requirements, args.target)
+        installed = None
+        if args.install:
+            installed = self._call(self.registry.install_requirements, args.target,
+                                   backend=self.sandbox_backend, deps=args.deps or self.deps,
+                                   progress=ProgressLog())
+        return RequirementsView(reqs, args.deps or self.deps, installed, install_asked=args.install)
 
     def _skills_prompt(self, args):
         if args.format is None:  # the level-1 block alone, unfiltered: what `ipyskills prompt` prints
@@ -351,6 +371,8 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.argument("--network", action="store_true", default=None, help="allow network access for this run")
     @ma.argument("--no-guard", dest="guard", action="store_false", default=None,
                  help="skip the static guard (the sandbox still applies)")
+    @ma.argument("--deps", default=None, choices=("auto", "declared", "off"),
+                 help="install the skill's Python requirements first (default: IPySkills.deps)")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="also keep the result in the variable VAR")
     @ma.argument("name", metavar="NAME", help="the skill")
@@ -362,7 +384,10 @@ class IPySkills(IPySkillsConfig, Magics):
     def skill_run(self, line: str = "", cell: str | None = None):
         """Run a skill's script in the sandbox; the cell body is its stdin.
 
-        %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [-o VAR] NAME SCRIPT [ARGS...]
+        %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [--deps MODE] [-o VAR] NAME SCRIPT [ARGS...]
+
+        Before the first run of a skill whose Python requirements the sandbox lacks, they are installed
+        (progress shows while that happens; it does not count against the timeout).
         """
         try:
             args = parse(self.skill_run, line)
@@ -380,6 +405,7 @@ class IPySkills(IPySkillsConfig, Magics):
             memory=args.memory or self.memory,
             network=bool(args.network) if args.network is not None else self.network,
             guard=self.guard if args.guard is None else args.guard,
+            deps=args.deps or self.deps, progress=_progress_log(),
         )
         if args.var:
             self.shell.user_ns[args.var] = result
@@ -448,6 +474,12 @@ class IPySkills(IPySkillsConfig, Magics):
 
     def remember_write(self, path: Path, text: str) -> None:
         self._written[path] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _progress_log():
+    from .deps_view import ProgressLog
+
+    return ProgressLog()
 
 
 def apply_settings(registry, settings) -> None:

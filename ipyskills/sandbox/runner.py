@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError, GuardBlocked
+from ..errors import ConfigError, GuardBlocked, ProvisionError, SandboxError
+from ..settings import DEFAULT_IMAGE
 from .interpreter import command_for
 from .policy import Limits
 from .result import ExecuteResult
@@ -25,6 +27,8 @@ class RunRequest:
     limits: Limits = field(default_factory=Limits)
     env: dict[str, str] = field(default_factory=dict)  # only what the caller sets; no host environment
     image: str = ""  # docker only
+    requirements: object = None  # core.requirements.SkillRequirements, when dependencies are provisioned
+    deps: str = "off"  # settings.DEPS_MODES: which of those requirements to provision
 
     @property
     def argv(self) -> list[str]:
@@ -76,13 +80,84 @@ def guard_request(request: RunRequest) -> list:
     return report.findings
 
 
-def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings=None) -> ExecuteResult:
+def use_profile(impl, request: RunRequest) -> None:
+    """Run in the profile image (e.g. office: LibreOffice, poppler, pandoc, Node) when the skill's scripts
+    call its programs; when that image is missing, fail before anything starts, with the command to build
+    it. Only the default image is swapped: a configured image is the user's choice."""
+    reqs = request.requirements
+    if impl.name != "docker" or reqs is None or not reqs.profile or request.image not in ("", DEFAULT_IMAGE):
+        return
+    from .image import image_info, profile_image
+
+    image = profile_image(reqs.profile)
+    if image_info(impl.client(), image) is None:
+        calls = ", ".join(f"{p.program} ({p.file}:{p.line})" for p in reqs.programs[:3]) or "its compatibility text"
+        raise SandboxError(f"skill {request.skill_name!r} needs the {reqs.profile} image ({image}) for {calls}; "
+                           f"build it once with: ipyskills sandbox build --profile {reqs.profile} --offline")
+    request.image = image
+
+
+def provision(impl, request: RunRequest, progress=None):
+    """Install what the skill needs where `impl` runs it (before the run; its time is not the script's).
+    Returns the Provisioned record, or None when nothing is asked for."""
+    reqs = request.requirements
+    if reqs is None or request.deps == "off":
+        return None
+    from .provision import wanted_requirements
+
+    wanted = wanted_requirements(reqs, request.deps, impl.name)
+    if not wanted:
+        return None
+    specs = sorted({r.spec for r in wanted})
+    report = progress or (lambda _line: None)
+    try:
+        return _provision_on(impl, request, wanted, specs, report)
+    except ProvisionError as exc:  # say which of the skill's requirements asked for it
+        raise ProvisionError(f"{exc} [{describe_origins(str(exc), wanted, specs)}]") from None
+
+
+def describe_origins(message: str, wanted: list, specs: list[str]) -> str:
+    """Where the requirements named in `message` came from (all of them when it names none)."""
+    from .provision import reasons_for
+    from .wheels import normalize
+
+    explanation = normalize(message.replace(", ".join(specs), ""))  # not the echo of everything asked for
+    named = [r for r in wanted if re.search(rf"(?<![a-z0-9-]){re.escape(normalize(r.name))}(?![a-z0-9-])",
+                                            explanation)]
+    return "asked for by: " + "; ".join(reasons_for(named or wanted))
+
+
+def _provision_on(impl, request: RunRequest, wanted: list, specs: list[str], report):
+    from .provision import reasons_for
+
+    if impl.name == "docker":
+        from .provision import base_lock
+        from .provision.docker_image import ensure_image
+
+        done = ensure_image(impl.client(), request.image or impl.image, specs, base_lock=base_lock(),
+                            reasons=reasons_for(wanted), progress=report)
+        if done.image:
+            request.image = done.image
+    else:
+        from .provision.local_site import ensure_site
+
+        done = ensure_site(specs, reasons=reasons_for(wanted), progress=report)
+        if done.site:
+            request.env = {**request.env, "PYTHONPATH": done.site}
+    return done
+
+
+def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings=None,
+        progress=None) -> ExecuteResult:
     findings = guard_request(request) if guard else []
     _ = request.argv  # resolve the interpreter before any container starts (clear error if unknown)
     impl, notice = select_backend(backend, request.image, settings)
+    use_profile(impl, request)
+    provisioned = provision(impl, request, progress)
     result = impl.run(request)
     result.findings = list(findings)
-    result.notice = " ".join(n for n in (notice, result.notice) if n)
+    result.notice = " ".join(n for n in (notice, provisioned.notice() if provisioned else "", result.notice)
+                             if n)
     result.skill = request.skill_name
     result.script = request.script
     result.args = list(request.args)

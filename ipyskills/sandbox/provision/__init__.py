@@ -62,12 +62,14 @@ def base_lock() -> str:
 
 
 def wanted_requirements(reqs, mode: str, backend: str) -> list:
-    """The requirements a run installs: all found (mode auto) or only declared ones, minus what the
-    sandbox image has; on the local backend this Python is the baseline instead, so those count too."""
+    """The requirements a run resolves: all found (mode auto) or only declared ones. What the sandbox
+    image has is left out when merely imported, but kept when declared, since a declaration may ask for
+    another version (the image's versions are constraints, so a clash is reported, and a satisfied one
+    installs nothing). On the local backend this Python is the baseline instead, so all of those count."""
     if reqs is None or mode == "off":
         return []
-    pool = [*reqs.python, *(reqs.provided if backend == "local" else ())]
-    return [r for r in pool if mode == "auto" or r.declared]
+    provided = reqs.provided if backend == "local" else [r for r in reqs.provided if r.declared]
+    return [r for r in [*reqs.python, *provided] if mode == "auto" or r.declared]
 
 
 def reasons_for(requirements: list) -> list[str]:

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from ...errors import SandboxError
+from ...errors import ProvisionError, SandboxError
 from .. import docker_client
 from ..wheels import Target, compile_lock, install_target, lock_names
 from . import Progress, Provisioned, Timer, _quiet, missing_from
@@ -99,7 +99,14 @@ def _provision(client, base_image: str, base_id: str, specs: list[str], alias: s
     target = Target.for_image()
     progress(f"dependencies: resolving {len(specs)} requirement(s) for Python {target.python_version} "
              f"({target.platform}), wheels only: {', '.join(specs)}")
-    lock = compile_lock(specs, target, constraints=base_lock, log=progress)
+    try:
+        lock = compile_lock(specs, target, constraints=base_lock, log=progress)
+    except ProvisionError as exc:
+        if "cannot be satisfied" not in str(exc):
+            raise
+        raise ProvisionError(f"{exc}. The sandbox image's own packages are pinned (a skill adds packages, it "
+                             "cannot replace numpy, pandas & co.): ask for a range that includes the image's "
+                             "version, or configure another image") from None
     new_lock, installed = missing_from(lock, lock_names(base_lock))
     if not installed:
         progress("dependencies: everything needed is already in the sandbox image")

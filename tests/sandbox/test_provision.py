@@ -1,0 +1,174 @@
+"""Provisioning a skill's Python requirements: a derived Docker image (or a local cache folder) holding
+exactly what is missing, resolved on the host from real wheels, cached by what it was made for, and every
+failure a clear SkillError before any container starts."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ipyskills import SkillError, SkillRegistry
+from ipyskills.settings import Settings
+
+TABLE_SCRIPT = """\
+import socket
+import tabulate
+print(tabulate.tabulate([["a", 1], ["b", 2]], headers=["k", "v"]))
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    print("NETWORK: reachable")
+except OSError as exc:
+    print("NETWORK: blocked", type(exc).__name__)
+"""
+
+
+def registry(folder: Path, **settings) -> SkillRegistry:
+    base = Settings(default_roots=False, bundled_skills=False, pool_size=0)
+    return SkillRegistry([str(folder)], settings=base.with_overrides(**settings))
+
+
+def forget_images(client, *names: str) -> None:
+    """Remove every dependency image that installed one of `names`, so the next run must build again."""
+    from ipyskills.sandbox.provision import docker_image
+
+    docker_image._hits.clear()
+    for image in client.images.list(name=docker_image.REPOSITORY):
+        installed = (image.labels or {}).get(docker_image.LABEL_INSTALLED, "")
+        if any(name in installed for name in names) or not installed:
+            for tag in image.tags:
+                if tag.startswith(docker_image.REPOSITORY + ":"):
+                    client.images.remove(tag)
+
+
+def deps_tags(client) -> set[str]:
+    from ipyskills.sandbox.provision import docker_image
+
+    return {t for image in client.images.list(name=docker_image.REPOSITORY) for t in image.tags}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_declared_requirement_is_built_into_an_image_and_the_run_stays_offline(docker_backend, make_skill):
+    client = docker_backend.client()
+    forget_images(client, "tabulate")
+    skill = make_skill({"requirements.txt": "tabulate==0.9.0\n", "scripts/table.py": TABLE_SCRIPT},
+                       name="table-maker")
+    lines: list[str] = []
+    result = registry(skill).run("table-maker", "scripts/table.py", backend="docker", progress=lines.append)
+    assert result.exit_code == 0, result.stderr
+    assert re.search(r"^a +1$", result.stdout, re.M) and "---  ---" in result.stdout  # tabulate's table
+    assert "NETWORK: blocked" in result.stdout
+    assert "tabulate==0.9.0" in result.notice and "requirements.txt:1" in result.notice
+    assert any("resolving" in line for line in lines) and any("building" in line for line in lines)
+    image = client.images.get([t for t in deps_tags(client) if not t.split(":")[1].startswith("r-")][0])
+    assert "tabulate==0.9.0" in image.labels["ipyskills.deps.installed"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_second_skill_with_the_same_set_reuses_the_image_without_resolving(docker_backend, make_skill,
+                                                                            monkeypatch):
+    from ipyskills.sandbox.provision import docker_image
+
+    files = {"requirements.txt": "tabulate==0.9.0\n", "scripts/table.py": TABLE_SCRIPT}
+    first = make_skill(files, name="table-one")
+    assert registry(first).run("table-one", "scripts/table.py", backend="docker").exit_code == 0
+    docker_image._hits.clear()  # a new process: only the engine's tags are left
+
+    def no_resolving(*_args, **_kwargs):
+        raise AssertionError("a cache hit must not resolve again")
+
+    monkeypatch.setattr(docker_image, "compile_lock", no_resolving)
+    second = make_skill(files, name="table-two")
+    lines: list[str] = []
+    result = registry(second).run("table-two", "scripts/table.py", backend="docker", progress=lines.append)
+    assert result.exit_code == 0, result.stderr
+    assert result.notice == "" and lines == []
+
+
+@pytest.mark.docker
+def test_with_deps_off_the_same_script_lacks_the_package(docker_backend, make_skill):
+    skill = make_skill({"requirements.txt": "tabulate==0.9.0\n", "scripts/table.py": TABLE_SCRIPT},
+                       name="table-off")
+    result = registry(skill).run("table-off", "scripts/table.py", backend="docker", deps="off")
+    assert result.exit_code == 1
+    assert "No module named 'tabulate'" in result.stderr
+
+
+@pytest.mark.docker
+def test_declared_mode_ignores_inferred_imports(docker_backend, make_skill):
+    skill = make_skill({"scripts/table.py": TABLE_SCRIPT}, name="table-inferred")
+    reg = registry(skill)
+    assert [r.name for r in reg.requirements("table-inferred").python] == ["tabulate"]
+    result = reg.run("table-inferred", "scripts/table.py", backend="docker", deps="declared")
+    assert "No module named 'tabulate'" in result.stderr
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("requirement, expected", [
+    ("ipyskills-no-such-dist-zz9", ["ipyskills-no-such-dist-zz9", "requirements.txt:1"]),
+    ("numpy<2", ["numpy", "requirements.txt:1"]),
+])
+def test_a_requirement_that_cannot_be_met_fails_before_any_container_or_tag(docker_backend, make_skill,
+                                                                           requirement, expected):
+    from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID
+
+    client = docker_backend.client()
+    skill = make_skill({"requirements.txt": requirement + "\n", "scripts/x.py": "print('ran')\n"},
+                       name="unmet")
+    tags_before = deps_tags(client)
+    with pytest.raises(SkillError) as caught:
+        registry(skill).run("unmet", "scripts/x.py", backend="docker")
+    message = str(caught.value)
+    for part in expected:
+        assert part in message
+    assert deps_tags(client) == tags_before
+    mine = client.containers.list(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
+    assert mine == []
+
+
+def test_the_deps_setting_refuses_unknown_modes(make_skill):
+    skill = make_skill({"scripts/x.py": "print(1)\n"}, name="modes")
+    with pytest.raises(SkillError, match="auto, declared, off"):
+        registry(skill).run("modes", "scripts/x.py", deps="sometimes")
+    with pytest.raises(SkillError, match="IPYSKILLS_DEPS"):
+        Settings.from_env({"IPYSKILLS_DEPS": "always"})
+    assert Settings.from_env({"IPYSKILLS_DEPS": "declared"}).deps == "declared"
+
+
+@pytest.fixture
+def cache_dir(monkeypatch):
+    """A cache every run uid can read (root's runs switch to other uids)."""
+    path = tempfile.mkdtemp(prefix="ipyskills-cache-")
+    os.chmod(path, 0o755)
+    monkeypatch.setenv("IPYSKILLS_CACHE_DIR", path)
+    yield Path(path)
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_local_backend_gets_a_cached_site_folder_first_on_its_path(make_skill, cache_dir):
+    import importlib.util
+
+    assert importlib.util.find_spec("tabulate") is None, "tabulate installed on the host: pick another"
+    skill = make_skill({"requirements.txt": "tabulate==0.9.0\n", "scripts/table.py": TABLE_SCRIPT},
+                       name="table-local")
+    reg = registry(skill)
+    off = reg.run("table-local", "scripts/table.py", backend="local", deps="off")
+    assert "No module named 'tabulate'" in off.stderr
+    result = reg.run("table-local", "scripts/table.py", backend="local")
+    assert result.exit_code == 0, result.stderr
+    assert re.search(r"^a +1$", result.stdout, re.M)
+    sites = [p for p in (cache_dir / "sites").iterdir() if not p.name.startswith(".")]
+    assert len(sites) == 1 and (sites[0] / "tabulate" / "__init__.py").is_file()
+    assert str(sites[0]) in result.notice
+    again = reg.run("table-local", "scripts/table.py", backend="local")
+    assert again.exit_code == 0 and again.notice == ""
+    assert not [p for p in (cache_dir / "sites").iterdir() if p.name.startswith(".partial-")]
