@@ -1,7 +1,10 @@
 """Building the sandbox image, the normal way (FROM a registry image) or offline (debootstrap + import).
 
 Both builds use the one Dockerfile in `images/`; the image carries a label with a hash of the recipe
-(Dockerfile + package list) so `ipyskills sandbox status` can tell when it is stale.
+(Dockerfile, Debian package list, base-requirements.txt and base.lock) so `ipyskills sandbox status` can tell
+when it is stale. The Python stack comes from the wheels pinned in `images/base.lock`: the host unpacks them
+into the build context (`sandbox.wheels.install_target`), so neither build fetches Python packages inside
+Docker and the offline build stays registry-free.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ..errors import SandboxError
 from ..settings import DEFAULT_IMAGE
 
 IMAGES_DIR = Path(__file__).parent / "images"
-RECIPE_FILES = ("Dockerfile", "packages.txt")
+RECIPE_FILES = ("Dockerfile", "packages.txt", "base-requirements.txt", "base.lock")
 LABEL_RECIPE = "ipyskills.recipe-sha256"
 LABEL_BUILD = "ipyskills.build"  # "online" or "offline"
 ONLINE_BASE = "debian:bookworm-slim"
@@ -29,10 +32,38 @@ BASE_REPOSITORY = "ipyskills-base"  # the imported debootstrap root, tagged <sui
 
 Log = Callable[[str], None]
 
+# Image profiles: "core" is the sandbox image; "office" adds LibreOffice, poppler, pandoc and Node on top.
+PROFILES = {"core": DEFAULT_IMAGE, "office": "ipyskills-sandbox-office:latest"}
+
+
+def profile_image(profile: str) -> str:
+    """The image tag of a profile ("core", "office")."""
+    try:
+        return PROFILES[profile]
+    except KeyError:
+        raise SandboxError(f"unknown sandbox profile {profile!r}: choose one of {', '.join(PROFILES)}") from None
+
+# The wheels' own test suites: every `tests/` and `test/` folder inside these packages is deleted from the
+# build context (~180 MB with bytecode). Nothing imports them at run time (the public helpers numpy.testing,
+# pandas.testing, pandas._testing, matplotlib.testing, sympy.testing are other folders and stay); the image
+# tests import every base distribution and run a numpy/pandas/scipy/sklearn/matplotlib calculation after.
+TRIM_TESTS_IN = ("numpy", "pandas", "scipy", "sklearn", "statsmodels", "matplotlib", "mpl_toolkits", "sympy")
+
 
 def packages() -> list[str]:
     lines = (IMAGES_DIR / "packages.txt").read_text().splitlines()
     return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def base_requirements() -> list[str]:
+    """The requirement lines of images/base-requirements.txt (the image's Python stack, from wheels)."""
+    lines = (IMAGES_DIR / "base-requirements.txt").read_text().splitlines()
+    return [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
+
+
+def base_lock() -> str:
+    """The text of images/base.lock: every distribution in the image, pinned and hashed."""
+    return (IMAGES_DIR / "base.lock").read_text()
 
 
 def recipe_hash() -> str:
@@ -89,13 +120,12 @@ def build_image(tag: str = DEFAULT_IMAGE, offline: bool = False, client=None, lo
     from .docker_client import connect
 
     client = client or connect(timeout=600)
-    stages = _Stages(log, 3 if offline else 1)
+    stages = _Stages(log, 4 if offline else 2)
     if offline:
         base = _offline_base(client, stages, mirror or os.environ.get("IPYSKILLS_DEBIAN_MIRROR") or DEFAULT_MIRROR,
                              fresh_base)
     else:
         base = ONLINE_BASE
-    stages.start(f"docker build {tag} FROM {base}")
     image_id = _docker_build(client, tag, base, offline, stages)
     stages.note(f"done: {tag} ({image_id[:19]})")
     return image_id
@@ -210,6 +240,9 @@ def _docker_build(client, tag: str, base: str, offline: bool, stages: _Stages) -
     with tempfile.TemporaryDirectory(prefix="ipyskills-build-") as ctx:
         for name in RECIPE_FILES:
             shutil.copy(IMAGES_DIR / name, Path(ctx) / name)
+        stages.start("unpack the wheels of base.lock into the build context")
+        prepare_site(Path(ctx), stages.note)
+        stages.start(f"docker build {tag} FROM {base}")
         options = {"path": ctx, "tag": tag, "buildargs": {"BASE": base}, "rm": True, "forcerm": True,
                    "decode": True,
                    "labels": {LABEL_RECIPE: recipe_hash(), LABEL_BUILD: "offline" if offline else "online"}}
@@ -230,6 +263,62 @@ def _docker_build(client, tag: str, base: str, offline: bool, stages: _Stages) -
     if not image_id:
         image_id = client.images.get(tag).id
     return image_id
+
+
+def prepare_site(ctx: Path, log: Log = print) -> None:
+    """Unpack exactly the wheels of base.lock into `ctx`/site (console scripts into `ctx`/bin), drop the
+    bundled test suites and make every file world-readable, as the Dockerfile COPYs them."""
+    from .wheels import Target, install_target
+
+    site, bindir = ctx / "site", ctx / "bin"
+    install_target(base_lock(), site, Target.for_image(), log=log)
+    if (site / "bin").is_dir():
+        shutil.move(str(site / "bin"), str(bindir))
+    bindir.mkdir(exist_ok=True)
+    freed = trim_tests(site)
+    log(f"removed the bundled test suites of {', '.join(TRIM_TESTS_IN)} ({freed / 1e6:.0f} MB)")
+    for folder in (site, bindir):
+        _world_readable(folder)
+    log(f"site-packages {_tree_size(site) / 1e6:.0f} MB")
+
+
+def trim_tests(site: Path) -> int:
+    """Delete every tests/ and test/ folder inside the TRIM_TESTS_IN packages; returns the bytes freed."""
+    freed = 0
+    for package in TRIM_TESTS_IN:
+        root = site / package
+        if not root.is_dir():
+            continue
+        for dirpath, dirnames, _files in os.walk(root):
+            for name in [d for d in dirnames if d in ("tests", "test")]:
+                path = Path(dirpath) / name
+                freed += _tree_size(path)
+                shutil.rmtree(path)
+                dirnames.remove(name)
+    return freed
+
+
+def _tree_size(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _world_readable(root: Path) -> None:
+    """Directories 755, files 644 (755 when executable by the owner): uid 1000 reads what root owns."""
+    os.chmod(root, 0o755)
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs:
+            os.chmod(os.path.join(dirpath, name), 0o755)
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)
 
 
 def _build_error(message: str, offline: bool) -> str:

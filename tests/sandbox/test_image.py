@@ -26,8 +26,63 @@ def test_recipe_hash_follows_the_dockerfile_and_package_list(tmp_path, monkeypat
 
 def test_package_list_has_what_skills_need():
     pkgs = image.packages()
-    assert {"python3", "python3-numpy", "python3-pandas", "python3-matplotlib", "bash"} <= set(pkgs)
+    assert {"python3", "bash", "ca-certificates", "fonts-dejavu-core"} <= set(pkgs)
     assert not any(p.startswith("#") or " " in p for p in pkgs)
+    # the Python stack comes from wheels: a Debian numpy would clash with an overlay's numpy
+    assert not any(p.startswith("python3-") for p in pkgs)
+
+
+# import name of each distribution in base-requirements.txt (the test fails when one is added without it)
+BASE_IMPORTS = {
+    "numpy": "numpy", "pandas": "pandas", "scipy": "scipy", "scikit-learn": "sklearn",
+    "statsmodels": "statsmodels.api", "matplotlib": "matplotlib.pyplot", "seaborn": "seaborn",
+    "pillow": "PIL.Image", "openpyxl": "openpyxl", "xlsxwriter": "xlsxwriter", "pypdf": "pypdf",
+    "pdfplumber": "pdfplumber", "python-docx": "docx", "python-pptx": "pptx", "lxml": "lxml.etree",
+    "defusedxml": "defusedxml.ElementTree", "requests": "requests", "pyyaml": "yaml",
+    "beautifulsoup4": "bs4", "sympy": "sympy", "tqdm": "tqdm",
+}
+
+
+def test_base_requirements_are_the_data_set_and_all_locked():
+    from ipyskills.sandbox.wheels import lock_names, normalize
+
+    reqs = image.base_requirements()
+    assert {normalize(r) for r in reqs} == set(BASE_IMPORTS)
+    lines = [ln for ln in (image.IMAGES_DIR / "base-requirements.txt").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert lines == reqs  # one plain requirement a line: other code reads the names from this file
+    lock = image.base_lock()
+    locked = lock_names(lock)
+    assert set(BASE_IMPORTS) <= set(locked)
+    entries = [ln for ln in lock.splitlines() if ln and not ln.startswith((" ", "#"))]
+    assert len(entries) == len(locked)
+    assert all("==" in e and e.endswith("\\") for e in entries)  # exact pin, hashes follow
+    assert lock.count("--hash=sha256:") >= len(locked)
+
+
+def test_recipe_hash_covers_the_lock_and_requirements(tmp_path, monkeypatch):
+    for name in image.RECIPE_FILES:
+        shutil.copy(image.IMAGES_DIR / name, tmp_path / name)
+    monkeypatch.setattr(image, "IMAGES_DIR", tmp_path)
+    original = image.recipe_hash()
+    (tmp_path / "base.lock").write_text((tmp_path / "base.lock").read_text().replace("==", "== ", 1))
+    after_lock = image.recipe_hash()
+    (tmp_path / "base-requirements.txt").write_text("numpy\n")
+    assert len({original, after_lock, image.recipe_hash()}) == 3
+
+
+def test_trim_tests_removes_only_test_suites(tmp_path):
+    site = tmp_path / "site"
+    for rel in ("numpy/_core/tests/test_a.py", "numpy/testing/__init__.py", "numpy/_core/multiarray.py",
+                "pandas/tests/frame/test_b.py", "pandas/_testing/__init__.py", "scipy/stats/tests/data/x.csv",
+                "sympy/core/tests/test_c.py", "openpyxl/tests/__init__.py", "joblib/test/test_d.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text("x = 1\n")
+    freed = image.trim_tests(site)
+    assert freed == 4 * len("x = 1\n")
+    left = sorted(str(p.relative_to(site)) for p in site.rglob("*.*"))
+    assert left == ["joblib/test/test_d.py", "numpy/_core/multiarray.py", "numpy/testing/__init__.py",
+                    "openpyxl/tests/__init__.py", "pandas/_testing/__init__.py"]
 
 
 def test_offline_build_explains_missing_debootstrap(monkeypatch):
@@ -51,7 +106,7 @@ def test_built_image_is_current_and_has_the_tools(docker_backend, run_in_docker)
     assert info["current"], "the sandbox image is older than images/Dockerfile: run ipyskills sandbox build"
     script = (
         "import os, pwd, shutil, time; t = time.monotonic(); import numpy, pandas, matplotlib.pyplot as plt; "
-        "print(pwd.getpwuid(1000).pw_name, os.getuid(), plt.get_backend(), bool(shutil.which('bash')), "
+        "print(pwd.getpwuid(1000).pw_name, os.getuid(), plt.get_backend().lower(), bool(shutil.which('bash')), "
         "numpy.__version__ > '1', pandas.__version__ > '1', time.monotonic() - t < 5)"
     )
     result = run_in_docker({"check.py": script}, "check.py")
@@ -76,7 +131,94 @@ def test_offline_build_on_the_kept_base_needs_no_network(docker_backend):
         info = image.image_info(client, tag)
         assert info["current"] and info["build"] == "offline"
         assert any("reusing ipyskills-base:" in line for line in lines)
-        assert any("stage 3/3: docker build" in line for line in lines)
+        assert any("stage 4/4: docker build" in line for line in lines)
+        assert any("unpacking" in line and "locked wheel" in line for line in lines)
     finally:
         with contextlib.suppress(docker.errors.ImageNotFound):
             client.images.remove(tag)
+
+
+def _json_line(result) -> dict:
+    import json
+
+    assert result.exit_code == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.docker
+def test_every_base_distribution_imports_as_uid_1000_on_the_read_only_root(docker_backend, run_in_docker):
+    from ipyskills.sandbox.wheels import lock_names
+
+    script = (
+        "import importlib, importlib.metadata as md, json, os, sys\n"
+        f"mods = {BASE_IMPORTS!r}\n"
+        "out = {'uid': os.getuid(), 'ro': not os.access('/usr/local/lib', os.W_OK), 'versions': {}, 'bad': {}}\n"
+        "try:\n    open('/usr/local/x', 'w')\nexcept OSError as e:\n    out['write'] = e.errno\n"
+        "for dist, mod in mods.items():\n"
+        "    try:\n        importlib.import_module(mod)\n        out['versions'][dist] = md.version(dist)\n"
+        "    except Exception as e:\n        out['bad'][dist] = repr(e)\n"
+        "print(json.dumps(out))\n"
+    )
+    out = _json_line(run_in_docker({"check.py": script}, "check.py", memory=1024**3, timeout=120))
+    assert out["bad"] == {}
+    assert out["uid"] == 1000 and out["ro"] and out["write"] == 30  # EROFS: the root is read-only
+    locked = lock_names(image.base_lock())
+    assert {d: locked[d] for d in out["versions"]} == out["versions"]  # exactly the locked wheels
+
+
+@pytest.mark.docker
+def test_science_stack_works_within_the_default_limits(docker_backend, run_in_docker):
+    script = """
+import json, os
+import numpy as np, pandas as pd, scipy.optimize, scipy.stats, matplotlib.pyplot as plt
+from sklearn.linear_model import LinearRegression
+x = np.linspace(0, 10, 200)
+y = 3 * x + 2 + np.random.default_rng(0).normal(0, 0.1, x.size)
+df = pd.DataFrame({"x": x, "y": y})
+fit = LinearRegression().fit(df[["x"]], df["y"])
+root = scipy.optimize.brentq(lambda v: v * v - 2, 0, 2)
+p = scipy.stats.pearsonr(df.x, df.y)[0]
+fig, ax = plt.subplots()
+ax.plot(df.x, df.y)
+fig.savefig("/tmp/plot.png")
+with open("/tmp/plot.png", "rb") as fh:
+    png = fh.read(8)
+print(json.dumps({"coef": round(float(fit.coef_[0]), 2), "root": round(root, 6), "p": round(float(p), 3),
+                  "png": png == b"\\x89PNG\\r\\n\\x1a\\n", "size": os.path.getsize("/tmp/plot.png")}))
+"""
+    out = _json_line(run_in_docker({"calc.py": script}, "calc.py"))
+    assert out["coef"] == 3.0 and out["root"] == 1.414214 and out["p"] == 1.0
+    assert out["png"] and out["size"] > 1000
+
+
+@pytest.mark.docker
+def test_every_module_has_its_bytecode_compiled_at_build_time(docker_backend, run_in_docker):
+    script = """
+import importlib.util, json, os, sys
+root = "/usr/local/lib/python3.11/dist-packages"
+total, missing = 0, []
+for dirpath, dirs, files in os.walk(root):
+    for name in files:
+        if name.endswith(".py"):
+            total += 1
+            src = os.path.join(dirpath, name)
+            if not os.path.exists(importlib.util.cache_from_source(src)):
+                missing.append(src)
+import numpy, pandas
+loaded = [m for m in list(sys.modules.values())
+          if getattr(m, "__file__", None) and m.__file__.startswith(root) and m.__file__.endswith(".py")]
+not_cached = [m.__name__ for m in loaded if not os.path.exists(m.__cached__)]
+print(json.dumps({"version": sys.version_info[:2], "total": total, "missing": missing[:10],
+                  "loaded": len(loaded), "not_cached": not_cached[:10]}))
+"""
+    out = _json_line(run_in_docker({"pyc.py": script}, "pyc.py", timeout=60))
+    assert out["version"] == [3, 11]
+    assert out["total"] > 3000 and out["missing"] == []
+    assert out["loaded"] > 100 and out["not_cached"] == []  # numpy and pandas load from .pyc files
+
+
+@pytest.mark.docker
+def test_image_is_well_under_the_debian_stack_size(docker_backend):
+    size = docker_backend.client().images.get(docker_backend.image).attrs["Size"]
+    print(f"sandbox image: {size / 1e6:.0f} MB")
+    assert size < 1.0e9  # the Debian-packaged stack was 1.13 GB
