@@ -267,11 +267,11 @@ class SkillRegistry:
 
     def requirements(self, name: str, *, provided=None) -> "SkillRequirements":  # noqa: F821
         """What the skill needs: Python distributions with their sources, programs, and the image profile."""
-        from .requirements import analyze, default_provided
+        from .requirements import analyze_cached, default_provided
 
         meta = self.get(name)
         compatibility = meta.frontmatter.get("compatibility") if isinstance(meta.frontmatter, dict) else None
-        return analyze(meta.path, skill_name=meta.name,
+        return analyze_cached(meta.path, skill_name=meta.name,
                        provided=default_provided() if provided is None else provided,
                        compatibility=compatibility if isinstance(compatibility, str) else "")
 

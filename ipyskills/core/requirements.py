@@ -158,6 +158,47 @@ def analyze(skill_dir: Path, *, skill_name: str = "", provided: Iterable[str] = 
     )
 
 
+_CACHE_ENTRIES = 256
+_cache: dict[tuple, tuple[tuple, SkillRequirements]] = {}  # (dir, provided, compatibility) -> (files, result)
+_cache_lock = threading.Lock()
+
+
+def analyze_cached(skill_dir: Path, *, skill_name: str = "", provided: Iterable[str] = (),
+                   compatibility: str = "") -> SkillRequirements:
+    """`analyze`, reused while no file of the skill changed (same names, sizes, mtimes): a run pays for
+    a stat of each file, not for parsing every script again."""
+    provided = frozenset(provided)
+    key = (str(Path(skill_dir).absolute()), skill_name, provided, compatibility)
+    signature = _signature(Path(skill_dir))
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None and hit[0] == signature:
+        return hit[1]
+    result = analyze(skill_dir, skill_name=skill_name, provided=provided, compatibility=compatibility)
+    with _cache_lock:
+        if len(_cache) >= _CACHE_ENTRIES:
+            _cache.pop(next(iter(_cache)))
+        _cache[key] = (signature, result)
+    return result
+
+
+def _signature(root: Path) -> tuple:
+    """(path, size, mtime, inode) of every file the analysis would look at (the same bounded walk)."""
+    entries, seen = [], 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            seen += 1
+            if seen > MAX_FILES:
+                return tuple(entries)
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            entries.append((dirpath, name, st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(entries)
+
+
 def _profile(programs: list[ProgramUse], compatibility: str) -> str | None:
     # Programs named only in SKILL.md shell blocks are run by the agent, not by the skill's scripts.
     from_scripts = any(p.program in OFFICE_PROGRAMS and p.file.lower() not in _SKILL_MD_LOWER for p in programs)

@@ -476,3 +476,19 @@ def test_without_tomllib_the_fallback_reads_dependencies(skill, monkeypatch):
     result = analyze(skill(files=files))
     assert sorted(r.spec for r in result.python) == ["httpx>=0.27", "markitdown[pptx]>=0.1", "pandas>=2"]
     assert by_name(result.python)["httpx"].line == 4
+
+
+def test_cached_analysis_is_reused_until_a_file_changes(skill, monkeypatch):
+    folder = skill(files={"scripts/x.py": "import tabulate\n"})
+    first = rq.analyze_cached(folder, skill_name="demo")
+    calls = []
+    real = rq.analyze
+    monkeypatch.setattr(rq, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert rq.analyze_cached(folder, skill_name="demo") is first and calls == []
+    script = folder / "scripts" / "x.py"
+    script.write_text("import tabulate\nimport humanize\n")
+    os.utime(script, ns=(1, 1))  # even a restored old mtime: the size changed
+    again = rq.analyze_cached(folder, skill_name="demo")
+    assert calls == [1] and sorted(r.name for r in again.python) == ["humanize", "tabulate"]
+    (folder / "scripts" / "y.py").write_text("import toolz\n")  # a new file
+    assert "toolz" in [r.name for r in rq.analyze_cached(folder, skill_name="demo").python]
