@@ -44,14 +44,14 @@ def test_skills_deps_install_shows_progress_then_the_summary(ip, deps_skill, mon
 
     cache = tempfile.mkdtemp(prefix="ipyskills-cache-")
     os.chmod(cache, 0o755)
-    monkeypatch.setenv("IPYSKILLS_CACHE_DIR", cache)
+    monkeypatch.setenv("IPYSKILLS_CACHE_DIR", cache)  # a fresh cache: the install really happens
+    ip.run_line_magic("config", "IPySkills.sandbox_backend = 'local'")
     try:
         with capture_output() as cap:
             view = ip.run_line_magic("skills", "deps tables --install --deps declared")
         shown = "\n".join(o.data.get("text/plain", "") for o in cap.outputs)
         assert "dependencies: resolving" in shown  # the live progress display
-        if view.installed is not None and view.installed.site:  # local backend (no engine here)
-            assert view.installed.installed == ["tabulate==0.9.0"]
+        assert view.installed.installed == ["tabulate==0.9.0"] and view.installed.site.startswith(cache)
         assert "tabulate==0.9.0" in view.text().splitlines()[-1]
     finally:
         shutil.rmtree(cache, ignore_errors=True)
