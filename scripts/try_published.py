@@ -7,6 +7,7 @@ For every skill (a folder with SKILL.md) under the given collection folders, and
   ok                     exit 0, or it printed a usage text
   needs-input            an argument error (argparse "required", "usage:" with an error, a file named --help)
                          after the imports: the script started
+  needs-service          started, then needed a server, the network or an API key the sandbox lacks
   missing-python-module  ModuleNotFoundError / "No module named X"
   missing-node-module    Node's "Cannot find module 'x'"
   missing-program        "command not found", FileNotFoundError for a program, "X is not installed", or the
@@ -14,13 +15,15 @@ For every skill (a folder with SKILL.md) under the given collection folders, and
   provision-failed       ipyskills could not install the skill's requirements
   guard-blocked          the static guard refused the script
   timeout / oom          killed by the run's limits
+  not-a-script           a package module run on its own (relative import, "should not be run directly",
+                         or "No module named X" where X is the skill's own folder: meant for `python -m`)
   other-error            anything else (the first error line is kept as detail)
 
 `run()` gets `deps=MODE` only when it has that keyword (inspect.signature), so the same harness gives the
 numbers before and after dependency provisioning. Sequential (one run at a time).
 
     python scripts/try_published.py /tmp/published/anthropics-skills ... [--json OUT] [--limit N]
-        [--deps auto|declared|off] [--timeout 30] [--skill NAME]... [--no-guard]
+        [--deps auto|declared|off] [--timeout 30] [--skill NAME]... [--no-guard] [--image TAG]
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-OUTCOMES = ("ok", "needs-input", "missing-python-module", "missing-node-module", "missing-program",
-            "provision-failed", "guard-blocked", "timeout", "oom", "other-error")
-STARTED = ("ok", "needs-input")  # got past the imports
+OUTCOMES = ("ok", "needs-input", "needs-service", "missing-python-module", "missing-node-module", "missing-program",
+            "provision-failed", "guard-blocked", "timeout", "oom", "not-a-script", "other-error")
+STARTED = ("ok", "needs-input", "needs-service")  # got past the imports
 SCRIPT_SUFFIXES = (".py", ".sh", ".js")
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv"}
 
@@ -46,14 +49,24 @@ _NODE_MODULE = re.compile(r"Cannot find module '([^']+)'")
 _PROGRAM = [
     re.compile(r"(?:^|\s|/)([A-Za-z0-9_.+-]+): (?:command )?not found", re.M),
     re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^'/]*)'"),
-    re.compile(r"\b([A-Za-z0-9_.+-]+) is not installed", re.I),
+    re.compile(r"\b([A-Za-z0-9_.+-]+) (?:is )?not installed", re.I),
     re.compile(r"exec: \"?([A-Za-z0-9_.+-]+)\"?: executable file not found"),
 ]
 _NEEDS_INPUT = [
     re.compile(r"error: the following arguments are required"),
     re.compile(r"error: (?:argument|one of the arguments|unrecognized arguments)"),
-    re.compile(r"No such file or directory: '--help'"),
+    re.compile(r"No such file or directory: '--help'|not found: '?--help|not exist: '?--help", re.I),
+    re.compile(r"--help'? (?:not found|does not exist)|not found: \S*--help", re.I),
+    re.compile(r"EOFError: EOF when reading a line"),  # it asked for input: it started
 ]
+# Got past its imports, then needed a service, a network or an API key the sandbox does not give.
+_NEEDS_SERVICE = re.compile(r"requests\.exceptions\.ConnectionError|Max retries exceeded|Connection refused|"
+                            r"\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN)\b[^\n]*not set", re.I)
+# A package's module run on its own: it is not a script, whatever it imports.
+_NOT_SCRIPT = re.compile(r"attempted relative import with no known parent package|should not be run directly")
+# A script that catches its own ImportError and says what to pip install.
+_SAYS_PIP = re.compile(r"\b([A-Za-z0-9_.+-]+) (?:is )?not (?:installed|available)\b[^\n]*\b(?:pip3?|conda) install\b",
+                       re.I)
 _USAGE = re.compile(r"^\s*usage\b", re.I | re.M)
 
 
@@ -92,8 +105,11 @@ def classify(exit_code, stdout: str, stderr: str, timed_out=False, oom=False) ->
     if exit_code == 0:
         return "ok", ""
     match = _NO_MODULE.search(text)
-    if match and ("ModuleNotFoundError" in text or "ImportError" in text):
+    if match:
         return "missing-python-module", match.group(1).split(".")[0]
+    match = _SAYS_PIP.search(text)
+    if match:
+        return "missing-python-module", match.group(1)
     match = _NODE_MODULE.search(text)
     if match:
         return "missing-node-module", match.group(1)
@@ -101,11 +117,15 @@ def classify(exit_code, stdout: str, stderr: str, timed_out=False, oom=False) ->
         match = pattern.search(text)
         if match and match.group(1) not in ("--help", "-h"):
             return "missing-program", match.group(1)
+    if _NOT_SCRIPT.search(text):
+        return "not-a-script", first_error_line(text)
     for pattern in _NEEDS_INPUT:
         if pattern.search(text):
             return "needs-input", first_error_line(text)
     if _USAGE.search(text):
         return "ok", "printed usage (exit %s)" % exit_code
+    if _NEEDS_SERVICE.search(text):
+        return "needs-service", first_error_line(text)
     return "other-error", first_error_line(text)
 
 
@@ -118,6 +138,14 @@ def first_error_line(text: str) -> str:
         if "error" in line.lower():
             return line[:200]
     return lines[-1][:200] if lines else ""
+
+
+def local_module(skill_dir: Path, outcome: str, detail: str) -> tuple[str, str]:
+    """A "missing" module that is the skill's own folder or file is a layout matter, not a dependency."""
+    if outcome == "missing-python-module" and detail and (
+            (skill_dir / detail).is_dir() or (skill_dir / f"{detail}.py").is_file()):
+        return "not-a-script", f"imports its own package {detail!r}: meant to run as python -m"
+    return outcome, detail
 
 
 def classify_exception(exc: BaseException) -> tuple[str, str]:
@@ -148,17 +176,20 @@ def try_script(reg, name: str, script: str, *, timeout: float, deps: str | None,
     outcome, detail = classify(result.exit_code, result.stdout, result.stderr, result.timed_out,
                                result.oom_killed)
     return {"outcome": outcome, "detail": detail, "exit_code": result.exit_code,
+            "timed_out": result.timed_out, "oom": result.oom_killed,
             "seconds": round(time.monotonic() - started, 2), "notice": result.notice,
-            "stderr_tail": result.stderr[-400:]}
+            "stdout_tail": result.stdout[-1500:], "stderr_tail": result.stderr[-1500:]}
 
 
 def survey(collections: list[Path], *, limit: int | None, timeout: float, deps: str | None, guard: bool,
-           only: set[str], out=sys.stdout) -> dict:
+           only: set[str], image: str | None = None, out=sys.stdout) -> dict:
     from ipyskills import SkillRegistry
     from ipyskills.settings import Settings
 
     settings = Settings(default_roots=False, bundled_skills=False, backend="docker", timeout=timeout,
                         pool_size=0, guard=guard)
+    if image:  # a configured image is used as is: no switch to a profile image
+        settings = settings.with_overrides(image=image)
     results = []
     for collection in collections:
         done = 0
@@ -180,17 +211,17 @@ def survey(collections: list[Path], *, limit: int | None, timeout: float, deps: 
                     row.update(outcome="other-error", detail="skill not loaded by ipyskills", exit_code=None)
                 else:
                     row.update(try_script(reg, names[0], script, timeout=timeout, deps=deps, guard=guard))
+                    row["outcome"], row["detail"] = local_module(skill_dir, row["outcome"], row["detail"])
                 results.append(row)
                 print(f"  {row['outcome']:<22} {row['collection']}/{row['path']}/{script}"
                       f"  {row.get('detail', '')[:90]}", file=out, flush=True)
         if limit is not None and done >= limit:
             print(f"  (capped at {limit} scripts for {collection.name})", file=out, flush=True)
-    return report(results, collections=collections, limit=limit, timeout=timeout, deps=deps, guard=guard)
+    return report(results, collections=collections, limit=limit, timeout=timeout, deps=deps, guard=guard,
+                  image=settings.image)
 
 
 def report(results: list[dict], **meta) -> dict:
-    from ipyskills.settings import DEFAULT_IMAGE
-
     by_collection: dict[str, Counter] = {}
     skills: dict[str, set] = {}
     for row in results:
@@ -202,7 +233,7 @@ def report(results: list[dict], **meta) -> dict:
     return {
         "meta": {"collections": [str(c) for c in meta["collections"]], "limit": meta["limit"],
                  "timeout": meta["timeout"], "deps": meta["deps"], "guard": meta["guard"],
-                 "image": DEFAULT_IMAGE, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+                 "image": meta["image"], "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
         "totals": {
             "skills_with_scripts": sum(len(s) for s in skills.values()),
             "scripts": len(results),
@@ -218,9 +249,9 @@ def report(results: list[dict], **meta) -> dict:
     }
 
 
-SHORT = {"ok": "ok", "needs-input": "input", "missing-python-module": "py-mod", "missing-node-module": "js-mod",
+SHORT = {"ok": "ok", "needs-input": "input", "needs-service": "svc", "missing-python-module": "py-mod", "missing-node-module": "js-mod",
          "missing-program": "prog", "provision-failed": "prov", "guard-blocked": "guard", "timeout": "tmo",
-         "oom": "oom", "other-error": "other"}
+         "oom": "oom", "not-a-script": "module", "other-error": "other"}
 
 
 def print_tables(data: dict, out=sys.stdout) -> None:
@@ -253,9 +284,23 @@ def print_tables(data: dict, out=sys.stdout) -> None:
               file=out)
 
 
+def reclassify(data: dict) -> dict:
+    """The same results classified again from their kept output (after the rules changed)."""
+    roots = {Path(c).name: Path(c) for c in data["meta"]["collections"]}
+    for row in data["results"]:
+        if "stderr_tail" in row:
+            outcome, detail = classify(row["exit_code"], row.get("stdout_tail", ""), row["stderr_tail"],
+                                       row.get("timed_out", False), row.get("oom", False))
+            row["outcome"], row["detail"] = local_module(roots[row["collection"]] / row["path"], outcome, detail)
+    meta = dict(data["meta"], collections=[Path(c) for c in data["meta"]["collections"]])
+    return report(data["results"], **{k: meta[k] for k in ("collections", "limit", "timeout", "deps", "guard",
+                                                           "image")})
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("collections", nargs="+", type=Path, help="folders holding published skills")
+    parser.add_argument("collections", nargs="*", type=Path, help="folders holding published skills")
+    parser.add_argument("--reclassify", metavar="JSON", help="classify the results of an earlier --json again")
     parser.add_argument("--json", metavar="OUT", help="write every result and the totals as JSON")
     parser.add_argument("--limit", type=int, default=None, help="at most N scripts per collection")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per run (default 30)")
@@ -263,12 +308,22 @@ def main(argv=None) -> int:
                         help="passed to run() when it has a deps keyword (default auto)")
     parser.add_argument("--skill", action="append", default=[], help="only skills in folders of this name")
     parser.add_argument("--no-guard", action="store_true", help="skip the static guard")
+    parser.add_argument("--image", help="run in this image as is (default: the configured sandbox image, "
+                                        "switched to a profile image such as office when a skill needs it)")
     args = parser.parse_args(argv)
+    if args.reclassify:
+        data = reclassify(json.loads(Path(args.reclassify).read_text(encoding="utf-8")))
+        print_tables(data)
+        if args.json:
+            Path(args.json).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        return 0
+    if not args.collections:
+        parser.error("give one or more collection folders (or --reclassify JSON)")
     for folder in args.collections:
         if not folder.is_dir():
             parser.error(f"not a folder: {folder}")
     data = survey(args.collections, limit=args.limit, timeout=args.timeout, deps=args.deps,
-                  guard=not args.no_guard, only=set(args.skill))
+                  guard=not args.no_guard, only=set(args.skill), image=args.image)
     print_tables(data)
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
