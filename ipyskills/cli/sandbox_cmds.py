@@ -1,4 +1,4 @@
-"""`ipyskills sandbox build [--offline] | status [--json] | cleanup [--all] [--json]`."""
+"""`ipyskills sandbox build [--offline] [--profile core|office] | status [--json] | cleanup [--all] [--json]`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,10 @@ def register(subparsers) -> None:
         "required), imports it and builds on it.",
     )
     build.add_argument("--offline", action="store_true", help="build without any image registry")
-    build.add_argument("--tag", help="image tag (default: the configured image)")
+    build.add_argument("--tag", help="image tag (default: the configured image, or the profile's image)")
+    build.add_argument("--profile", choices=("core", "office"), default="core",
+                       help="core: Python with the data stack (default); office: core plus headless "
+                       "LibreOffice, poppler-utils, qpdf, pandoc and Node with docx and pptxgenjs")
     build.add_argument("--fresh-base", action="store_true",
                        help="with --offline: debootstrap again even if a matching base image exists")
     build.set_defaults(func=run_build)
@@ -58,7 +61,14 @@ def run_build(args) -> int:
     def log(line: str) -> None:
         print(line, flush=True)
 
-    build_image(tag=_image_tag(args), offline=args.offline, log=log, fresh_base=args.fresh_base)
+    profile = getattr(args, "profile", "core") or "core"
+    if profile == "core":
+        tag = _image_tag(args)
+    else:
+        from ..sandbox.image import profile_image
+
+        tag = getattr(args, "tag", None) or profile_image(profile)
+    build_image(tag=tag, offline=args.offline, log=log, fresh_base=args.fresh_base, profile=profile)
     return 0
 
 
@@ -94,7 +104,27 @@ def sandbox_status(image: str) -> dict:
             report["message"] += (". The image is older than the Dockerfile shipped with this ipyskills: "
                                    "rebuild it with ipyskills sandbox build [--offline]")
     report["backend"] = "docker" if ready else "local"
+    report["profiles"] = _profile_images(client, image)
     return report
+
+
+def _profile_images(client, configured: str) -> dict:
+    """Each profile's image: present, current, size (the core entry is the configured image)."""
+    from ..errors import SkillError
+    from ..sandbox.docker_client import engine_errors
+    from ..sandbox.image import PROFILES, image_info
+
+    profiles = {}
+    for profile, tag in PROFILES.items():
+        tag = configured if profile == "core" else tag
+        try:
+            info = image_info(client, tag)
+        except (*engine_errors(), SkillError):
+            info = None
+        profiles[profile] = {"image": tag, "present": bool(info),
+                             "current": info["current"] if info else None,
+                             "size_mb": info["size_mb"] if info else None}
+    return profiles
 
 
 def run_status(args) -> int:
@@ -110,6 +140,10 @@ def run_status(args) -> int:
                   f"{report.get('image_size_mb')} MB, {freshness}")
         else:
             print(f"image:    {report['image']} not present")
+        for profile, info in (report.get("profiles") or {}).items():
+            state = (f"present, {info['size_mb']} MB, {'current' if info['current'] else 'STALE (rebuild)'}"
+                     if info["present"] else f"not built (ipyskills sandbox build --profile {profile})")
+            print(f"profile:  {profile:7} {info['image']} {state}")
         print(f"backend:  auto would use {report['backend']}")
         if report["backend"] != "docker" or not report["image_current"]:
             print(report["message"], file=sys.stderr)

@@ -222,3 +222,95 @@ def test_image_is_well_under_the_debian_stack_size(docker_backend):
     size = docker_backend.client().images.get(docker_backend.image).attrs["Size"]
     print(f"sandbox image: {size / 1e6:.0f} MB")
     assert size < 1.0e9  # the Debian-packaged stack was 1.13 GB
+
+
+OFFICE_SCRIPT = r"""
+import json, os, subprocess, sys
+import docx
+work = "/tmp/work"
+os.makedirs(work)
+d = docx.Document()
+d.add_heading("ipyskills office profile", 0)
+d.add_paragraph("A paragraph written by python-docx, converted by LibreOffice.")
+d.save(f"{work}/in.docx")
+env = dict(os.environ, HOME="/tmp")
+soffice = subprocess.run(["soffice", "-env:UserInstallation=file:///tmp/lo", "--headless", "--convert-to", "pdf",
+                          "--outdir", work, f"{work}/in.docx"], capture_output=True, text=True, timeout=100, env=env)
+pdf = f"{work}/in.pdf"
+head = open(pdf, "rb").read(5) if os.path.exists(pdf) else b""
+ppm = subprocess.run(["pdftoppm", "-png", "-r", "50", "-singlefile", pdf, f"{work}/page"], capture_output=True,
+                     text=True)
+png = open(f"{work}/page.png", "rb").read(8) if os.path.exists(f"{work}/page.png") else b""
+text = subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True).stdout
+node = subprocess.run(["node", "-e", "require('docx'); require('pptxgenjs'); console.log('ok')"],
+                      capture_output=True, text=True)
+tools = {t: subprocess.run(["sh", "-c", f"command -v {t}"], capture_output=True).returncode == 0
+         for t in ("qpdf", "pandoc")}
+try:
+    open("/usr/x", "w")
+    ro = False
+except OSError:
+    ro = True
+print(json.dumps({"uid": os.getuid(), "ro": ro, "soffice": soffice.returncode, "soffice_err": soffice.stderr[-500:],
+                  "pdf": head == b"%PDF-", "png": png == b"\x89PNG\r\n\x1a\n", "ppm_err": ppm.stderr[-300:],
+                  "text": "python-docx" in text, "node": node.stdout.strip(), "node_err": node.stderr[-300:],
+                  "tools": tools}))
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_office_profile_converts_docx_to_pdf_and_png_offline(docker_backend, make_skill):
+    """In the office image, as uid 1000 on the read-only root with no network: LibreOffice converts a .docx
+    written by python-docx to PDF, pdftoppm renders it to PNG, and Node has docx and pptxgenjs."""
+    import json
+
+    from ipyskills.sandbox.docker_backend import DockerBackend
+    from ipyskills.sandbox.policy import Limits
+    from ipyskills.sandbox.runner import RunRequest
+
+    client = docker_backend.client()
+    tag = image.profile_image("office")
+    info = image.image_info(client, tag)
+    if info is None:
+        pytest.skip("no office image (ipyskills sandbox build --profile office [--offline])")
+    assert info["current"] and info["profile"] == "office"
+    folder = make_skill({"office.py": OFFICE_SCRIPT})
+    backend = DockerBackend(image=tag, client=client)
+    request = RunRequest(skill_name=folder.name, skill_dir=folder, script="office.py", args=[], stdin=b"",
+                         limits=Limits(memory=1024**3, timeout=150), env={})
+    result = backend.run(request)
+    assert result.exit_code == 0, result.stderr[-3000:]
+    assert "read-only root" in result.isolation and "network none" in result.isolation
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["uid"] == 1000 and out["ro"]
+    assert out["soffice"] == 0 and out["pdf"], out["soffice_err"]
+    assert out["text"] and out["png"], out["ppm_err"]
+    assert out["node"] == "ok", out["node_err"]
+    assert out["tools"] == {"qpdf": True, "pandoc": True}
+
+
+def test_profiles_name_their_images():
+    assert image.profile_image("core") == image.PROFILES["core"]
+    assert image.profile_image("office") == "ipyskills-sandbox-office:latest"
+    with pytest.raises(SandboxError, match="unknown sandbox profile"):
+        image.profile_image("gpu")
+    assert image.office_recipe_hash() != image.recipe_hash()
+    assert "libreoffice-writer-nogui" in image.office_packages()
+    assert all("@" in spec for spec in image.office_npm())  # exact npm versions
+
+
+def test_unknown_profile_is_refused_before_any_docker_call():
+    with pytest.raises(SandboxError, match="unknown sandbox profile 'gpu'"):
+        image.build_image(profile="gpu", client=object(), log=lambda s: None)
+
+
+@pytest.mark.docker
+def test_status_reports_each_profile(docker_backend):
+    from ipyskills.cli.sandbox_cmds import sandbox_status
+
+    report = sandbox_status(docker_backend.image)
+    assert set(report["profiles"]) == {"core", "office"}
+    core = report["profiles"]["core"]
+    assert core["image"] == docker_backend.image and core["present"] and core["current"]
+    assert report["profiles"]["office"]["image"] == image.profile_image("office")
