@@ -34,13 +34,12 @@ def quiet(_msg: str) -> None:
 
 
 @pytest.fixture
-def no_temp_left():
-    """compile_lock/install_target leave no ipyskills-uv-* folder in the temp dir."""
-    tmp = tempfile.gettempdir()
-    before = {n for n in os.listdir(tmp) if n.startswith("ipyskills-uv-")}
+def no_temp_left(tmp_path_factory, monkeypatch):
+    """compile_lock/install_target leave nothing in the temp dir (a private one: other processes share /tmp)."""
+    tmp = tmp_path_factory.mktemp("tempdir")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     yield
-    after = {n for n in os.listdir(tmp) if n.startswith("ipyskills-uv-")}
-    assert after <= before, f"temp files left behind: {sorted(after - before)}"
+    assert list(tmp.iterdir()) == [], f"temp files left behind: {sorted(os.listdir(tmp))}"
 
 
 # -- pure functions ----------------------------------------------------------------------------------------
