@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a machine for ipyskills from nothing, idempotently: system packages (when root on Debian/Ubuntu),
 # a Docker engine, a virtualenv in .venv with the project installed, and the sandbox image.
-# Environment: IPYSKILLS_SKIP_DOCKER=1 skips the engine and image (the local backend is used then).
+# Environment: IPYSKILLS_SKIP_DOCKER=1 skips the engine and images (the local backend is used then);
+# IPYSKILLS_SKIP_OFFICE=1 skips the office profile image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,6 +53,16 @@ if [ "${IPYSKILLS_SKIP_DOCKER:-0}" != 1 ] && docker info >/dev/null 2>&1; then
     else
         log "building the sandbox image offline (debootstrap; a few minutes)"
         .venv/bin/ipyskills sandbox build --offline
+    fi
+    # The office profile (LibreOffice, poppler, pandoc, Node) for skills whose scripts call those programs.
+    if [ "${IPYSKILLS_SKIP_OFFICE:-0}" != 1 ]; then
+        .venv/bin/ipyskills sandbox status --json >/tmp/ipyskills-status.json 2>/dev/null || true
+        if .venv/bin/python -c "import json,sys; o=json.load(open('/tmp/ipyskills-status.json'))['profiles']['office']; sys.exit(0 if o['present'] and o['current'] else 1)" 2>/dev/null; then
+            log "office profile image present and current"
+        else
+            log "building the office profile image (LibreOffice, poppler, pandoc, Node; about 2 minutes)"
+            .venv/bin/ipyskills sandbox build --profile office --offline
+        fi
     fi
 fi
 log "setup done"

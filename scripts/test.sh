@@ -6,6 +6,10 @@ export IPYSKILLS_WITH_BROWSER="${IPYSKILLS_WITH_BROWSER:-1}"
 bash scripts/setup.sh
 # In CI, and wherever an engine answers, Docker tests must run: "engine unavailable" becomes a failure.
 if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then export IPYSKILLS_REQUIRE_DOCKER=1; fi
+# setup.sh built the office profile image unless told not to: its tests must run then.
+if [ "${IPYSKILLS_SKIP_OFFICE:-0}" != 1 ] && [ "${IPYSKILLS_REQUIRE_DOCKER:-0}" = 1 ]; then
+    export IPYSKILLS_REQUIRE_OFFICE=1
+fi
 # Likewise in CI or with Chromium installed: the real-browser test (tests/browser) must run, not skip.
 if [ "$IPYSKILLS_WITH_BROWSER" = 1 ] && { [ "${CI:-}" = true ] || [ -x /usr/bin/chromium ]; }; then
     export IPYSKILLS_REQUIRE_BROWSER=1

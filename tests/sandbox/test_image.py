@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 
 import pytest
@@ -273,6 +274,8 @@ def test_office_profile_converts_docx_to_pdf_and_png_offline(docker_backend, mak
     tag = image.profile_image("office")
     info = image.image_info(client, tag)
     if info is None:
+        if os.environ.get("IPYSKILLS_REQUIRE_OFFICE") == "1":
+            pytest.fail("IPYSKILLS_REQUIRE_OFFICE=1 but there is no office image")
         pytest.skip("no office image (ipyskills sandbox build --profile office [--offline])")
     assert info["current"] and info["profile"] == "office"
     folder = make_skill({"office.py": OFFICE_SCRIPT})
