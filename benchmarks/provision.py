@@ -51,6 +51,7 @@ def make_skill(base: Path, name: str, files: dict[str, str]) -> Path:
 
 def forget(client, marker: str) -> None:
     """Remove the dependency images that installed `marker`, so the next run must build again."""
+    flush_removals()  # the last run's container still holds its image until its removal is done
     docker_image._hits.clear()
     for image in client.images.list(name=docker_image.REPOSITORY):
         if marker in (image.labels or {}).get(docker_image.LABEL_INSTALLED, ""):

@@ -265,7 +265,7 @@ class SkillRegistry:
                                               request.image, self.settings)
         return runner.provision(impl, request, progress)
 
-    def requirements(self, name: str, *, provided=None) -> "SkillRequirements":  # noqa: F821
+    def requirements(self, name: str, *, provided=None) -> SkillRequirements:  # noqa: F821
         """What the skill needs: Python distributions with their sources, programs, and the image profile."""
         from .requirements import analyze_cached, default_provided
 

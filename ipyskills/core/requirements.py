@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .import_names import IMPORT_NAMES
-from .resources import SKIP_DIRS, SKILL_FILE_NAMES
+from .resources import SKILL_FILE_NAMES, SKIP_DIRS
 
 MAX_FILES = 2000  # files looked at per skill; a bigger skill is cut and says so in `skipped`
 MAX_BYTES = 1 << 20  # a file larger than this is not read
@@ -51,7 +51,7 @@ OFFICE_PROGRAMS = frozenset({
     "soffice", "libreoffice", "pdftoppm", "pdftotext", "pdfimages", "pdfinfo", "qpdf", "pandoc", "node",
     "npm", "npx",
 })
-_OFFICE_WORDS = re.compile(r"libre\s*office|\bsoffice\b|poppler|pandoc|\bnode(?:\.?js)?\b", re.I)
+_OFFICE_WORDS = re.compile(r"libre\s*office|\bsoffice\b|poppler|pandoc|\bnode(?:\.?js)?\b", re.IGNORECASE)
 
 BASE_REQUIREMENTS = Path(__file__).resolve().parent.parent / "sandbox" / "images" / "base-requirements.txt"
 IMPORT_MAP = Path(__file__).resolve().parent / "data" / "import_map.json"
@@ -356,8 +356,8 @@ class _Scan:
 # --- requirement strings ----------------------------------------------------------------------------------
 
 _NAME = re.compile(r"^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?P<extras>\[[^\]]*\])?"
-                   r"\s*(?P<rest>.*)$", re.S)
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^(?:git|hg|svn|bzr)\+", re.I)
+                   r"\s*(?P<rest>.*)$", re.DOTALL)
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^(?:git|hg|svn|bzr)\+", re.IGNORECASE)
 _NOT_WHEELS = "not installable from the registry as wheels"
 _TOOLING = frozenset({"pip", "setuptools", "wheel", "uv"})
 
@@ -506,7 +506,7 @@ def _include(scan: _Scan, rel: str, lineno: int, line: str, target: str) -> None
 
 
 def _is_cuda_index(text: str) -> bool:
-    return bool(re.search(r"(?:-i|--index-url|--extra-index-url)[\s=]+\S*(?:/cu\d|cuda)", text, re.I))
+    return bool(re.search(r"(?:-i|--index-url|--extra-index-url)[\s=]+\S*(?:/cu\d|cuda)", text, re.IGNORECASE))
 
 
 def _scan_pyproject(scan: _Scan, rel: str) -> None:
@@ -531,7 +531,7 @@ _INSTALL = re.compile(r"(?:^|(?<=[\s;&|(!%`$]))(?P<cmd>(?:python3?(?:\.\d+)?\s+-
 _FENCE = re.compile(r"^\s{0,3}(?P<marker>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 _HEADING = re.compile(r"^\s{0,3}(?P<level>#{1,6})\s+(?P<text>.*)$")
 _INLINE_CODE = re.compile(r"(`+)(.+?)\1")
-_OPTIONAL = re.compile(r"\boptional(?:ly)?\b", re.I)
+_OPTIONAL = re.compile(r"\boptional(?:ly)?\b", re.IGNORECASE)
 _SHELL_LANGS = frozenset({"bash", "sh", "shell", "console", "zsh"})
 # pip/uv options that take a value: the value is not a package.
 _VALUE_FLAGS = frozenset({

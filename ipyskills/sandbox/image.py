@@ -515,8 +515,9 @@ def _install_and_commit(client, core: str, workdir: Path, tag: str, offline: boo
         payload.unlink()
         result = container.exec_run(["sh", "-c", _OFFICE_INSTALL], user="0", stream=True, demux=False)
         _follow(result.output, stages)
-        check = container.exec_run(["sh", "-c", f"NODE_PATH={OFFICE_NODE_PATH} node -e \"require('docx'); "
-                                    "require('pptxgenjs')\" && command -v soffice pdftoppm qpdf pandoc"])
+        probe = (f"NODE_PATH={OFFICE_NODE_PATH} node -e \"require('docx'); require('pptxgenjs')\" "
+                 "&& command -v soffice pdftoppm qpdf pandoc")
+        check = container.exec_run(["sh", "-c", probe])
         if check.exit_code != 0:
             raise SandboxError("installing the office packages failed: "
                                f"{check.output.decode(errors='replace').strip()[-500:]}")

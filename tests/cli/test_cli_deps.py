@@ -40,7 +40,7 @@ def env(tmp_path):
 
 def cli(env, *args, **kwargs):
     return subprocess.run([sys.executable, "-m", "ipyskills", *args], env=env, capture_output=True, text=True,
-                          timeout=300, **kwargs)
+                          timeout=300, check=False, **kwargs)
 
 
 def test_deps_lists_each_distribution_with_its_source(env):

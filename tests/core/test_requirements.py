@@ -67,7 +67,7 @@ def test_malformed_pep723_block_is_skipped_with_why(skill):
     bad = "# /// script\n# dependencies = [\"requests\"\n# ///\n"
     result = analyze(skill(files={"scripts/bad.py": bad}))
     assert result.python == []
-    [(text, file, line, why)] = result.skipped
+    [(_text, file, line, why)] = result.skipped
     assert (file, line) == ("scripts/bad.py", 1)
     assert "malformed PEP 723 block" in why
 
@@ -295,7 +295,7 @@ def test_provided_distributions_are_not_to_be_installed(skill):
 def test_syntax_error_file_is_skipped_with_why(skill):
     result = analyze(skill(files={"scripts/broken.py": "import docx\ndef f(:\n"}))
     assert result.python == []
-    [(text, file, line, why)] = result.skipped
+    [(_text, file, line, why)] = result.skipped
     assert (file, line) == ("scripts/broken.py", 2) and "not valid Python" in why
 
 
@@ -404,7 +404,7 @@ def test_threads_get_identical_results(skill):
     def work():
         try:
             results.append(analyze(path).to_dict())
-        except Exception as exc:  # pragma: no cover - reported below
+        except Exception as exc:  # noqa: BLE001 - any failure in a thread is reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work) for _ in range(8)]

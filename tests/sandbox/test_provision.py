@@ -4,6 +4,7 @@ failure a clear SkillError before any container starts."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -60,12 +61,16 @@ def test_declared_requirement_is_built_into_an_image_and_the_run_stays_offline(d
     lines: list[str] = []
     result = registry(skill).run("table-maker", "scripts/table.py", backend="docker", progress=lines.append)
     assert result.exit_code == 0, result.stderr
-    assert re.search(r"^a +1$", result.stdout, re.M) and "---  ---" in result.stdout  # tabulate's table
+    assert re.search(r"^a +1$", result.stdout, re.MULTILINE) and "---  ---" in result.stdout  # tabulate's table
     assert "NETWORK: blocked" in result.stdout
     assert "tabulate==0.9.0" in result.notice and "requirements.txt:1" in result.notice
     assert any("resolving" in line for line in lines) and any("building" in line for line in lines)
-    image = client.images.get([t for t in deps_tags(client) if not t.split(":")[1].startswith("r-")][0])
-    assert "tabulate==0.9.0" in image.labels["ipyskills.deps.installed"]
+    from ipyskills.sandbox.provision import docker_image
+
+    built = [i for i in client.images.list(name=docker_image.REPOSITORY)
+             if "tabulate" in (i.labels or {}).get(docker_image.LABEL_INSTALLED, "")]
+    assert len(built) == 1 and json.loads(built[0].labels[docker_image.LABEL_INSTALLED]) == ["tabulate==0.9.0"]
+    assert built[0].labels[docker_image.LABEL_BASE] == client.images.get(docker_backend.image).id
 
 
 @pytest.mark.docker
@@ -165,7 +170,7 @@ def test_local_backend_gets_a_cached_site_folder_first_on_its_path(make_skill, c
     assert "No module named 'tabulate'" in off.stderr
     result = reg.run("table-local", "scripts/table.py", backend="local")
     assert result.exit_code == 0, result.stderr
-    assert re.search(r"^a +1$", result.stdout, re.M)
+    assert re.search(r"^a +1$", result.stdout, re.MULTILINE)
     sites = [p for p in (cache_dir / "sites").iterdir() if not p.name.startswith(".")]
     assert len(sites) == 1 and (sites[0] / "tabulate" / "__init__.py").is_file()
     assert str(sites[0]) in result.notice

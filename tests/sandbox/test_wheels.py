@@ -21,7 +21,7 @@ def _index_reachable() -> bool:
     try:
         urllib.request.urlopen("https://pypi.org/simple/six/", timeout=10).close()
         return True
-    except Exception:
+    except OSError:  # URLError and timeouts are OSErrors
         return False
 
 
@@ -63,7 +63,7 @@ def test_for_host_reads_the_interpreter():
     if os.path.exists("/usr/bin/python3"):
         other = Target.for_host("/usr/bin/python3")
         real = subprocess.run(["/usr/bin/python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                              capture_output=True, text=True).stdout.strip()
+                              capture_output=True, text=True, check=True).stdout.strip()
         assert other.python_version == real
 
 
@@ -139,8 +139,8 @@ def test_lock_and_install_small_packages(tmp_path, no_temp_left):
     install_target(lock, dest, IMAGE, log=messages.append)
     assert (dest / "defusedxml" / "__init__.py").is_file()
     assert (dest / "six.py").is_file()
-    out = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                          "import defusedxml, six; print(defusedxml.__file__)", str(dest)],
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import defusedxml, six; print(defusedxml.__file__)"
+    out = subprocess.run([sys.executable, "-I", "-c", code, str(dest)],
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith(str(dest))
 
