@@ -12,6 +12,7 @@ import shlex
 import tokenize
 from pathlib import PurePosixPath
 
+from ...core.requirements import _PARSE_LOCK  # one lock for every ast.parse in the process
 from . import rules as R
 from . import shell
 from .common import _Hit, _nested, _short
@@ -25,10 +26,17 @@ _KNOWN_CALLS = (_DANGEROUS_TARGETS | R.PY_SUBPROCESS_CALLS | R.PY_DELETE_CALLS |
 _SENSITIVE_MODULES = frozenset({"builtins", "builtins.__dict__", "os", "subprocess", "pty", "pickle", "marshal"})
 
 
+def _parse(text: str) -> ast.Module:
+    """ast.parse under the process-wide parse lock: CPython 3.11's AST conversion is not thread-safe
+    ("SystemError: AST constructor recursion depth mismatch" when threads parse at once)."""
+    with _PARSE_LOCK:
+        return ast.parse(text)
+
+
 def check(text: str) -> list[_Hit]:
     """The Python rules' hits for a source text."""
     try:
-        tree = ast.parse(text)
+        tree = _parse(text)
     except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes in source
         line = getattr(exc, "lineno", None) or 0
         msg = getattr(exc, "msg", str(exc))
@@ -305,7 +313,7 @@ class _PythonChecker(ast.NodeVisitor):
         if literal is not None:
             self._hit("py-eval-literal", node, f"`{short}()` of a fixed string")
             try:
-                inner = ast.parse(literal)
+                inner = _parse(literal)
             except (SyntaxError, ValueError):
                 return
             checker = _PythonChecker(inner)
