@@ -35,11 +35,14 @@ and tests, not a model: it never reads the conversation, it just returns the nex
 from __future__ import annotations
 
 import json
+import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from .core.tools import AgentView, ToolResult
+from .core.tools import EXECUTE_SKILL_SCRIPT, READ_SKILL, AgentView, ToolResult
 from .errors import ConfigError, SkillError
 
 STYLES = ("openai", "anthropic")
@@ -49,6 +52,7 @@ DEFAULT_MAX_TURNS = 8
 ANSWERED = "answered"  # the model replied without tool calls
 MAX_TURNS = "max_turns"  # the model was still calling tools when the turn limit was reached
 TRUNCATED = "truncated"  # the model's reply was cut by its token limit
+ERROR = "error"  # the client failed (see Transcript.error)
 
 
 @dataclass
@@ -60,6 +64,66 @@ class ToolCall:
     arguments: Any  # as the model sent them: a JSON string (OpenAI) or an object (Anthropic)
     result: ToolResult
     turn: int
+    seconds: float = 0.0  # time the dispatcher took (a script run included)
+
+    @property
+    def skill(self) -> str:
+        """The skill the call names ("" when the arguments do not name one)."""
+        return call_target(self.name, self.arguments)[0]
+
+    @property
+    def level(self) -> int:
+        """Progressive-disclosure level the call reached: 2 (a skill's instructions) or 3 (a file or a
+        script run); 0 for a call that does not name a skill."""
+        return call_target(self.name, self.arguments)[1]
+
+
+@dataclass
+class Usage:
+    """Token usage of one model call as the API reported it (None where it reported nothing)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    raw: dict = field(default_factory=dict)  # the provider's usage object, as a dict
+
+    @property
+    def total(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def __str__(self) -> str:
+        if self.total is None:
+            return "usage not reported"
+        return f"{_n(self.input_tokens)} in / {_n(self.output_tokens)} out"
+
+
+def _n(value) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+@dataclass
+class Reply:
+    """One model call, parsed: its text, the tool calls it asked for, why it stopped, usage and time."""
+
+    text: str
+    calls: list[tuple[str, str, Any]]  # (id, tool name, arguments as sent)
+    finish_reason: str
+    usage: Usage
+    seconds: float
+    message: dict  # the assistant message to put back into the conversation
+
+
+@dataclass
+class Step:
+    """One model turn of a transcript: what the model said and asked for, and the tool calls it led to."""
+
+    turn: int
+    text: str
+    finish_reason: str
+    usage: Usage
+    seconds: float  # the model call alone
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 @dataclass
@@ -71,9 +135,31 @@ class Transcript:
     system: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     final: str = ""  # the model's last text reply ("" when it stopped for the turn limit)
-    stop_reason: str = ""  # ANSWERED, MAX_TURNS or TRUNCATED
+    stop_reason: str = ""  # ANSWERED, MAX_TURNS or TRUNCATED; ERROR when the client failed
     finish_reason: str = ""  # the provider's own reason from the last response (stop, end_turn, ...)
     turns: int = 0  # model calls made
+    model: str = ""
+    steps: list[Step] = field(default_factory=list)  # one per model call, with usage and timing
+    seconds: float = 0.0  # wall-clock time of the whole loop
+    error: str = ""  # the one-line client error that ended the loop (stop_reason ERROR)
+    running: bool = False  # True while the loop is still going (for live displays)
+
+    @property
+    def usage(self) -> Usage:
+        """Token usage summed over the turns (None where no turn reported a figure)."""
+        ins = [s.usage.input_tokens for s in self.steps if s.usage.input_tokens is not None]
+        outs = [s.usage.output_tokens for s in self.steps if s.usage.output_tokens is not None]
+        return Usage(sum(ins) if ins else None, sum(outs) if outs else None)
+
+    @property
+    def activated(self) -> list[tuple[str, int]]:
+        """(skill, highest level reached) for each skill the model used successfully, in first-use order."""
+        seen: dict[str, int] = {}
+        for call in self.tool_calls:
+            if call.result.is_error or not call.skill:
+                continue
+            seen[call.skill] = max(seen.get(call.skill, 0), call.level)
+        return list(seen.items())
 
     def __str__(self) -> str:
         lines = [f"{self.turns} turn(s), {len(self.tool_calls)} tool call(s), stopped: {self.stop_reason}"]
@@ -83,7 +169,27 @@ class Transcript:
             lines.append(f"  turn {call.turn}: {call.name}({_compact(call.arguments)}){flag} -> {first}")
         if self.final:
             lines.append(f"final: {self.final}")
+        if self.error:
+            lines.append(f"error: {self.error}")
         return "\n".join(lines)
+
+
+def call_target(name: str, arguments: Any) -> tuple[str, int]:
+    """(skill, level) a tool call names, from its arguments as the model sent them; ("", 0) if none."""
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError:
+            return "", 0
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("skill_name"), str):
+        return "", 0
+    skill, sep, rest = arguments["skill_name"].strip().partition("/")
+    if name == READ_SKILL:
+        path = arguments.get("file_path") or rest
+        return skill, 3 if path and path.strip("./") not in ("SKILL.md", "skill.md") else 2
+    if name == EXECUTE_SKILL_SCRIPT:
+        return skill, 3
+    return "", 0
 
 
 def _compact(arguments: Any) -> str:
@@ -100,7 +206,7 @@ def _compact(arguments: Any) -> str:
 
 def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: str | None = None,
               max_turns: int = DEFAULT_MAX_TURNS, system: str = "", max_tokens: int = 4096,
-              **create_options) -> Transcript:
+              on_event: Callable[[str, Transcript], None] | None = None, **create_options) -> Transcript:
     """Run the tool-calling loop and return the `Transcript`.
 
     `skills` is a `SkillRegistry` (all its skills) or an `AgentView` (filtered, with its activation
@@ -108,6 +214,11 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
     `prompt` is the user's message, or a list of messages to start from. `system` is put before the skills
     section of the system prompt. `style` is "openai" or "anthropic" (detected from the client if None).
     `max_tokens` is sent to Anthropic-style clients only; `create_options` go to every create() call.
+
+    `on_event(kind, transcript)` is called as the loop goes, for live displays: "start", "model" (a model
+    turn was added to `transcript.steps`), "tool" (a tool call and its result were added), "done".
+    A failure of the client (bad key, rate limit, unknown model, no connection) raises `ClientError`, one
+    line that says what to do, with the transcript so far as its `.transcript`.
     """
     if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
         raise ConfigError(f"max_turns must be a whole number of at least 1, got {max_turns!r}")
@@ -117,19 +228,90 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
     view = skills if isinstance(skills, AgentView) else AgentView(skills)
     system_text = "\n\n".join(part for part in (system, view.system_prompt("xml")) if part)
     tools = view.tool_schemas(style)
-    transcript = Transcript(style=style, system=system_text)
+    transcript = Transcript(style=style, system=system_text, model=model, running=True)
     if isinstance(prompt, str):
         transcript.messages.append({"role": "user", "content": prompt})
     else:
         transcript.messages.extend(dict(m) for m in prompt)
-    step = _openai_turn if style == "openai" else _anthropic_turn
-    for turn in range(1, max_turns + 1):
-        transcript.turns = turn
-        done = step(client, view, transcript, tools, model, max_tokens, create_options)
-        if done:
-            return transcript
-    transcript.stop_reason = MAX_TURNS
-    return transcript
+    emit = on_event or (lambda kind, t: None)
+    started = time.perf_counter()
+    emit("start", transcript)
+    try:
+        for turn in range(1, max_turns + 1):
+            transcript.turns = turn
+            try:
+                reply = model_reply(client, transcript.messages, model=model, style=style, system=system_text,
+                                    tools=tools, max_tokens=max_tokens, **create_options)
+            except ClientError as exc:
+                transcript.turns = turn - 1
+                transcript.stop_reason, transcript.error = ERROR, str(exc)
+                exc.transcript = transcript
+                raise
+            transcript.finish_reason = reply.finish_reason
+            transcript.messages.append(reply.message)
+            step = Step(turn, reply.text, reply.finish_reason, reply.usage, reply.seconds)
+            transcript.steps.append(step)
+            emit("model", transcript)
+            if not reply.calls:
+                truncated = reply.finish_reason in ("length", "max_tokens")
+                _finish(transcript, reply.text, truncated=truncated)
+                return transcript
+            results = []
+            for call_id, name, arguments in reply.calls:
+                t0 = time.perf_counter()
+                result = view.dispatch(name, arguments)
+                call = ToolCall(call_id, name, arguments, result, turn, time.perf_counter() - t0)
+                transcript.tool_calls.append(call)
+                step.tool_calls.append(call)
+                results.append(call)
+                emit("tool", transcript)
+            if style == "openai":
+                transcript.messages.extend({"role": "tool", "tool_call_id": c.id, "content": c.result.text}
+                                           for c in results)
+            else:
+                transcript.messages.append({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": c.id, "content": c.result.text,
+                     "is_error": c.result.is_error} for c in results]})
+        transcript.stop_reason = MAX_TURNS
+        return transcript
+    finally:
+        transcript.seconds = time.perf_counter() - started
+        transcript.running = False
+        emit("done", transcript)
+
+
+def model_reply(client, messages: list[dict], *, model: str, style: str | None = None, system: str = "",
+                tools: list[dict] | None = None, max_tokens: int = 4096, **create_options) -> Reply:
+    """One model call, nothing dispatched: the reply's text, the tool calls it asks for, usage and time.
+
+    This is the first turn of `run_agent` on its own (a trigger eval uses it). A failure of the client
+    raises `ClientError`.
+    """
+    style = style or detect_style(client)
+    if style == "openai":
+        sent = ([{"role": "system", "content": system}] if system else []) + list(messages)
+        kwargs = dict(create_options, model=model, messages=sent)
+        create = _get(_get(client, "chat"), "completions")
+    else:
+        kwargs = dict(create_options, model=model, messages=messages, max_tokens=max_tokens)
+        if system:
+            kwargs["system"] = system
+        create = _get(client, "messages")
+    if tools:
+        kwargs["tools"] = tools
+    t0 = time.perf_counter()
+    try:
+        response = create.create(**kwargs)
+    except SkillError:
+        raise
+    except Exception as exc:  # the SDK's own errors; KeyboardInterrupt is not an Exception and passes
+        raise client_error(exc, model, style) from exc
+    seconds = time.perf_counter() - t0
+    parse = _openai_reply if style == "openai" else _anthropic_reply
+    reply = parse(response)
+    reply.seconds = seconds
+    reply.usage = usage_of(response)
+    return reply
 
 
 def detect_style(client) -> str:
@@ -145,19 +327,13 @@ def detect_style(client) -> str:
                       "messages.create; pass style='openai' or style='anthropic'")
 
 
-def _openai_turn(client, view, transcript, tools, model, max_tokens, options) -> bool:
-    messages = transcript.messages
-    sent = ([{"role": "system", "content": transcript.system}] if transcript.system else []) + messages
-    kwargs = dict(options, model=model, messages=sent)
-    if tools:
-        kwargs["tools"] = tools
-    response = client.chat.completions.create(**kwargs)
+def _openai_reply(response) -> Reply:
     choices = _get(response, "choices") or []
     message = _get(choices[0], "message") if choices else None
     if message is None:
         raise SkillError("the chat client returned a response without choices[0].message; "
                          "is it an OpenAI-style client? Otherwise pass style='anthropic'")
-    transcript.finish_reason = str(_get(choices[0], "finish_reason") or "")
+    finish = str(_get(choices[0], "finish_reason") or "")
     content = _get(message, "content") or ""
     calls = list(_get(message, "tool_calls") or [])
     assistant: dict = {"role": "assistant", "content": content or None}
@@ -168,44 +344,53 @@ def _openai_turn(client, view, transcript, tools, model, max_tokens, options) ->
                           "arguments": _get(_get(c, "function"), "arguments")}}
             for c in calls
         ]
-    messages.append(assistant)
-    if not calls:
-        return _finish(transcript, content, truncated=transcript.finish_reason == "length")
-    for c in assistant["tool_calls"]:
-        name, arguments = c["function"]["name"], c["function"]["arguments"]
-        result = view.dispatch(name, arguments)
-        transcript.tool_calls.append(ToolCall(c["id"], name, arguments, result, transcript.turns))
-        messages.append({"role": "tool", "tool_call_id": c["id"], "content": result.text})
-    return False
+    parsed = [(c["id"], c["function"]["name"], c["function"]["arguments"])
+              for c in assistant.get("tool_calls", [])]
+    return Reply(content, parsed, finish, Usage(), 0.0, assistant)
 
 
-def _anthropic_turn(client, view, transcript, tools, model, max_tokens, options) -> bool:
-    kwargs = dict(options, model=model, messages=transcript.messages, max_tokens=max_tokens)
-    if transcript.system:
-        kwargs["system"] = transcript.system
-    if tools:
-        kwargs["tools"] = tools
-    response = client.messages.create(**kwargs)
+def _anthropic_reply(response) -> Reply:
     blocks = _get(response, "content")
     if blocks is None:
         raise SkillError("the chat client returned a response without content blocks; "
                          "is it an Anthropic-style client? Otherwise pass style='openai'")
-    transcript.finish_reason = str(_get(response, "stop_reason") or "")
+    finish = str(_get(response, "stop_reason") or "")
     content = [_block_dict(b) for b in blocks]
-    transcript.messages.append({"role": "assistant", "content": content})
     text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
-    uses = [b for b in content if b.get("type") == "tool_use"]
-    if not uses:
-        return _finish(transcript, text, truncated=transcript.finish_reason == "max_tokens")
-    results = []
-    for use in uses:
-        result = view.dispatch(use.get("name"), use.get("input"))
-        transcript.tool_calls.append(ToolCall(use.get("id"), use.get("name"), use.get("input"), result,
-                                              transcript.turns))
-        results.append({"type": "tool_result", "tool_use_id": use.get("id"), "content": result.text,
-                        "is_error": result.is_error})
-    transcript.messages.append({"role": "user", "content": results})
-    return False
+    parsed = [(b.get("id"), b.get("name"), b.get("input")) for b in content if b.get("type") == "tool_use"]
+    return Reply(text, parsed, finish, Usage(), 0.0, {"role": "assistant", "content": content})
+
+
+def usage_of(response) -> Usage:
+    """The response's usage, OpenAI (prompt_tokens/completion_tokens) or Anthropic (input/output_tokens)."""
+    raw = _plain(_get(response, "usage"))
+    if not isinstance(raw, dict) or not raw:
+        return Usage()
+
+    def number(*keys):
+        for key in keys:
+            value = raw.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+    return Usage(number("input_tokens", "prompt_tokens"), number("output_tokens", "completion_tokens"), raw)
+
+
+def _plain(value):
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _plain(dump(exclude_none=True))
+    try:
+        return {k: _plain(v) for k, v in vars(value).items() if not k.startswith("_") and v is not None}
+    except TypeError:
+        return str(value)
 
 
 def _finish(transcript: Transcript, text: str, truncated: bool) -> bool:
@@ -235,6 +420,92 @@ def _block_dict(block) -> dict:
         return dict(block)
     dump = getattr(block, "model_dump", None)  # other SDK blocks (e.g. thinking) go back unchanged
     return dump(exclude_none=True) if callable(dump) else dict(vars(block))
+
+
+# ---------------------------------------------------------------------------------------- client errors
+
+
+class ClientError(SkillError):
+    """The chat client failed: bad API key, rate limit, unknown model, no connection, ...
+
+    The message is one line that says what happened and what to do. `kind` is one of auth, permission,
+    not_found, rate_limit, bad_request, server, timeout, connection, client; `status` is the HTTP status
+    when there was one. `transcript` is the conversation up to the failure (set by `run_agent`).
+    """
+
+    FATAL = ("auth", "permission", "not_found", "bad_request")  # retrying the same call cannot help
+
+    def __init__(self, message: str, kind: str = "client", status: int | None = None):
+        super().__init__(message)
+        self.kind, self.status = kind, status
+        self.transcript = None
+
+
+_HINTS = {
+    "auth": ("authentication failed", "check the API key the client was created with (api_key=, or "
+             "OPENAI_API_KEY / ANTHROPIC_API_KEY)"),
+    "permission": ("permission denied", "this key may not use that model or endpoint"),
+    "not_found": ("not found", "check the model name (--model / model=) and the client's base_url"),
+    "rate_limit": ("rate limit or quota exceeded", "wait and try again, lower parallel=, or check the "
+                   "account's quota"),
+    "bad_request": ("request refused", "the provider did not accept the request; the detail says why"),
+    "server": ("server error", "the provider failed; try again later"),
+    "timeout": ("timed out", "the API did not answer in time; try again, or raise the client's timeout"),
+    "connection": ("cannot connect", "check the network and the client's base_url"),
+    "client": ("the client failed", "see the detail"),
+}
+
+
+def client_error(exc: BaseException, model: str = "", style: str = "") -> ClientError:
+    """A `ClientError` for an exception raised by a chat client (no SDK imported: duck-typed)."""
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    status = status if isinstance(status, int) else None
+    cls = type(exc).__name__
+    if status == 401 or cls == "AuthenticationError":
+        kind = "auth"
+    elif status == 403 or cls == "PermissionDeniedError":
+        kind = "permission"
+    elif status == 404 or cls == "NotFoundError":
+        kind = "not_found"
+    elif status == 429 or cls == "RateLimitError":
+        kind = "rate_limit"
+    elif status in (400, 413, 422) or cls in ("BadRequestError", "UnprocessableEntityError"):
+        kind = "bad_request"
+    elif (status or 0) >= 500 or cls in ("InternalServerError", "OverloadedError"):
+        kind = "server"
+    elif "Timeout" in cls:
+        kind = "timeout"
+    elif "Connection" in cls:
+        kind = "connection"
+    else:
+        kind = "client"
+    what, hint = _HINTS[kind]
+    detail = _error_detail(exc)
+    provider = style or "chat"
+    code = f" ({status})" if status else ""
+    subject = f"model {model!r} " if kind == "not_found" and model else ""
+    line = f"{provider} API: {subject}{what}{code}: {detail}; {hint}" if detail else \
+        f"{provider} API: {subject}{what}{code} ({cls}); {hint}"
+    return ClientError(_one_line(line, 400), kind, status)
+
+
+def _error_detail(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(err, str):
+            return err
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) and message else str(exc)
+
+
+def _one_line(text: str, cap: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= cap else text[:cap - 1] + "…"
 
 
 # ------------------------------------------------------------------------------------- scripted client
@@ -313,3 +584,70 @@ def _objects(value):
 def _snapshot(kwargs: dict) -> dict:
     # The loop keeps appending to its message list; keep what was sent at the time.
     return json.loads(json.dumps(kwargs, default=str))
+
+
+# ----------------------------------------------------------------------------------- matching client
+
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+_STOP = frozenset(
+    "a an and any are as at be by can do does for from has have how i in into is it its me my of on or our "
+    "please that the their them then these this those to use used user uses using was what when where which "
+    "who why will with would you your wants want asks ask".split())
+
+
+def _words(text: str) -> set[str]:
+    out = set()
+    for word in _WORD.findall(text.lower()):
+        if word in _STOP or len(word) < 3:
+            continue
+        for suffix in ("ing", "es", "ed", "s"):
+            if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+                word = word[: -len(suffix)]
+                break
+        out.add(word)
+    return out
+
+
+_CATALOG_ENTRY = re.compile(r"<name>(.*?)</name>\s*<description>(.*?)</description>", re.S)
+
+
+class MatchingClient(ScriptedClient):
+    """A deterministic stand-in for a chat model that picks skills by shared words. It is NOT a model.
+
+    On the first turn it reads the `<available_skills>` catalog in the system prompt and the user's last
+    message, and calls read_skill for the skill whose description shares the most content words with the
+    message (at least `min_shared`); otherwise it answers in text. After a tool result it answers
+    "Done." Like a model, it reacts to the description text, so description variants give different
+    trigger rates in an eval; unlike a model, it understands nothing. For demos and tests without an API
+    key. `requests` keeps every call's keyword arguments.
+    """
+
+    def __init__(self, style: str = "openai", min_shared: int = 2, as_dicts: bool = False):
+        super().__init__([], style=style, as_dicts=as_dicts)
+        self.min_shared = min_shared
+
+    def choose(self, system: str, message: str) -> str | None:
+        """The skill this stand-in would load for `message` under the catalog in `system` (None = none)."""
+        asked = _words(message)
+        best, best_score = None, 0
+        for name, description in _CATALOG_ENTRY.findall(system or ""):
+            score = len(asked & _words(description))
+            if score > best_score:
+                best, best_score = name.strip(), score
+        return best if best_score >= self.min_shared else None
+
+    def _create(self, **kwargs):
+        self.requests.append(_snapshot(kwargs))
+        n = len(self.requests)
+        messages = kwargs.get("messages") or []
+        system = kwargs.get("system") or next(
+            (m.get("content") for m in messages if m.get("role") == "system"), "")
+        last = messages[-1] if messages else {}
+        content = last.get("content")
+        if last.get("role") == "user" and isinstance(content, str):
+            skill = self.choose(system if isinstance(system, str) else "", content) if kwargs.get("tools") else None
+            step = [("read_skill", {"skill_name": skill})] if skill else "No skill needed for this."
+        else:
+            step = "Done."
+        response = self._openai(step, n) if self.style == "openai" else self._anthropic(step, n)
+        return response if self.as_dicts else _objects(response)
