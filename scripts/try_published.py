@@ -153,7 +153,7 @@ def classify_exception(exc: BaseException) -> tuple[str, str]:
 
     name = type(exc).__name__
     message = str(exc).splitlines()[0][:300] if str(exc) else name
-    if name == "ProvisionError":
+    if name == "ProvisionError" or re.search(r"dependency image failed", message):
         return "provision-failed", message
     if isinstance(exc, GuardBlocked):
         return "guard-blocked", message
