@@ -301,6 +301,22 @@ class SkillRegistry:
 
         return tools.AgentView(self, allow, disabled, **options)
 
+    def eval_trigger(self, name: str, queries, *, client, model: str, **options):
+        """Trigger eval of skill `name`: does its description make the model load it when it should?
+        See `ipyskills.prompt_lab.trigger_eval.eval_trigger` (runs=, descriptions=, parallel=, allow=...).
+        `allow` / `disabled` filter what the model sees, as in `for_agent`."""
+        from ..prompt_lab.trigger_eval import eval_trigger
+
+        view = self.for_agent(options.pop("allow", None), options.pop("disabled", ()))
+        return eval_trigger(view, name, queries, client=client, model=model, **options)
+
+    def budget(self, name: str | None = None, **options):
+        """Characters and tokens of each skill at levels 1 and 2 and its largest files, against the
+        specification's guidance (`ipyskills.prompt_lab.budget.skill_budget`: client=, model=, counter=)."""
+        from ..prompt_lab.budget import skill_budget
+
+        return skill_budget(self, name, **options)
+
     def __repr__(self) -> str:
         n = len(self._scan.skills) if self._scan is not None else "?"
         return f"<SkillRegistry {n} skills from {len(self._roots())} roots>"
