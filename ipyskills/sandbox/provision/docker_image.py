@@ -2,7 +2,8 @@
 
 The wheels are resolved and unpacked on the host and travel in the build context (so a remote engine
 works too: nothing is bind-mounted), and the build runs with the network off. Bytecode is compiled during
-the build, because the root is read-only when scripts run.
+the build, because the root is read-only when scripts run; a file that does not compile (some wheels ship
+templates or Python 2 examples as .py) is left as it is, as pip leaves it, rather than failing the build.
 
 Tags: `ipyskills-deps:<hash of base image id + locked set>` is the image; `ipyskills-deps:r-<hash of base
 image id + requested specs>` points at it, so the next run of a skill asking for the same set finds its
@@ -37,7 +38,7 @@ FROM ${BASE}
 USER 0:0
 COPY site/ %(site)s/
 COPY bin/ /usr/local/bin/
-RUN python3 -m compileall -q -j 0 %(site)s >/dev/null && chmod -R a+rX %(site)s /usr/local/bin
+RUN (python3 -m compileall -q -j 0 %(site)s >/dev/null || true) && chmod -R a+rX %(site)s /usr/local/bin
 USER 1000:1000
 """
 
