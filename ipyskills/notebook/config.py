@@ -69,6 +69,12 @@ class IPySkillsConfig(Configurable):
     authoring_root = Unicode("./skills", help="Where %%skill writes a skill that does not exist yet."
                              ).tag(config=True)
     table_rows = Int(50, help="Catalog rows shown before the table says 'showing N of M'.").tag(config=True)
+    agent_client = Unicode("", help="Name of the notebook variable holding the chat client (an OpenAI- or "
+                           "Anthropic-style client) that %%skill_agent and %skills eval use without --client."
+                           ).tag(config=True)
+    agent_model = Unicode("", help="Model name %%skill_agent and %skills eval send without --model."
+                          ).tag(config=True)
+    eval_parallel = Int(4, help="Model calls %skills eval keeps in flight at once (1-32).").tag(config=True)
 
     @validate("timeout")
     def _check_timeout(self, proposal):
@@ -90,6 +96,12 @@ class IPySkillsConfig(Configurable):
     def _check_pool_size(self, proposal):
         if proposal["value"] < 0:
             raise TraitError(f"IPySkills.pool_size must be 0 (off) or more, got {proposal['value']!r}")
+        return proposal["value"]
+
+    @validate("eval_parallel")
+    def _check_eval_parallel(self, proposal):
+        if not 1 <= proposal["value"] <= 32:
+            raise TraitError(f"IPySkills.eval_parallel must be from 1 to 32, got {proposal['value']!r}")
         return proposal["value"]
 
     @validate("read_cap", "manifest_cap", "pids", "output_cap", "table_rows")

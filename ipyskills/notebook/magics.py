@@ -42,9 +42,10 @@ from .display import (
     content_bundle,
 )
 
-SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent", "deps")
+SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent", "deps", "eval",
+                   "budget")
 ALL_SKILLS = "*"  # `--allow '*'` lifts the session's allow-list (not a valid skill name, so unambiguous)
-_AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled")
+_AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled", "agent_client", "agent_model", "eval_parallel")
 _IMAGE_PREFIX = "image/"
 
 
@@ -148,6 +149,19 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.argument("--install", action="store_true", help="deps: install them now, as the first run would")
     @ma.argument("--deps", default=None, choices=("auto", "declared", "off"),
                  help="deps: which requirements count (default: the deps setting)")
+    @ma.argument("--queries", default=None, metavar="VAR|PATH",
+                 help="eval: (text, should_trigger) pairs in a variable (list or DataFrame), or a .csv/.json path")
+    @ma.argument("--client", default=None, metavar="VAR",
+                 help="eval, budget: the variable holding the chat client (default: IPySkills.agent_client)")
+    @ma.argument("--model", default=None, metavar="M", help="eval, budget: the model (default: IPySkills.agent_model)")
+    @ma.argument("--runs", type=int, default=None, metavar="K", help="eval: runs per query (default 3)")
+    @ma.argument("--description", action="append", default=None, metavar="TEXT",
+                 help="eval: a description variant to try next to the current one (repeatable)")
+    @ma.argument("--descriptions", default=None, metavar="VAR", help="eval: a variable holding a list of variants")
+    @ma.argument("--parallel", type=int, default=None, metavar="N",
+                 help="eval: model calls in flight at once (default: IPySkills.eval_parallel)")
+    @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
+                 help="eval, budget: also keep the report in the variable VAR")
     @no_var_expand
     @line_magic
     def skills(self, line: str = ""):
@@ -169,6 +183,12 @@ class IPySkills(IPySkillsConfig, Magics):
                                           the AgentView to give run_agent()
         %skills agent --allow A,B         only these skills ('*' = all again); --disable A,B hides skills,
                                           --enable A,B shows them again, --reset clears all three
+        %skills eval NAME --queries VAR [--client VAR] [--model M] [--runs K] [--description TEXT]...
+                                          trigger eval: does NAME's description make the model load it for
+                                          the queries that should trigger it, and only those? Variants run
+                                          side by side, best first; Ctrl-C keeps the finished runs
+        %skills budget [NAME]             characters and tokens at levels 1 and 2, largest level-3 files,
+                                          against the spec's guidance (provider counter or chars/4 estimate)
         %skills browse                    the widget browser
         %skills refresh                   re-scan the roots
 
@@ -180,11 +200,14 @@ class IPySkills(IPySkillsConfig, Magics):
         command = args.command
         if command not in SKILLS_COMMANDS:
             raise UsageError(f"%skills: unknown command {command!r}; use one of {', '.join(SKILLS_COMMANDS)}")
-        needs_target = command in ("add", "deps")
-        takes_target = command in ("add", "validate", "deps")
+        needs_target = command in ("add", "deps", "eval")
+        takes_target = command in ("add", "validate", "deps", "eval", "budget")
         if needs_target and not args.target:
-            raise UsageError("%skills add needs a folder: %skills add DIR (a root of skills or one skill folder)"
-                             if command == "add" else "%skills deps needs a skill: %skills deps NAME [--install]")
+            raise UsageError({"add": "%skills add needs a folder: %skills add DIR (a root of skills or one skill "
+                                     "folder)",
+                              "deps": "%skills deps needs a skill: %skills deps NAME [--install]",
+                              "eval": "%skills eval needs a skill: %skills eval NAME --queries VAR"}[command])
+        _check_lab_options(command, args)
         if (args.install or args.deps) and command != "deps":
             raise UsageError(f"--install and --deps go with %skills deps, not %skills {command}")
         if args.target and not takes_target:
@@ -229,6 +252,16 @@ class IPySkills(IPySkillsConfig, Magics):
                                    backend=self.sandbox_backend, deps=args.deps or self.deps,
                                    progress=ProgressLog())
         return RequirementsView(reqs, args.deps or self.deps, installed, install_asked=args.install)
+
+    def _skills_eval(self, args):
+        from .agent_magic import skills_eval
+
+        return skills_eval(self, args)
+
+    def _skills_budget(self, args):
+        from .agent_magic import skills_budget
+
+        return skills_budget(self, args)
 
     def _skills_prompt(self, args):
         if args.format is None:  # the level-1 block alone, unfiltered: what `ipyskills prompt` prints
@@ -443,6 +476,35 @@ class IPySkills(IPySkillsConfig, Magics):
             self.shell.user_ns[args.var] = result
         return ToolCallView(args.tool, cell or "", result)
 
+    # ------------------------------------------------------------------ %%skill_agent
+
+    @ma.magic_arguments()
+    @ma.argument("--client", default=None, metavar="VAR",
+                 help="the variable holding an OpenAI- or Anthropic-style client (default: IPySkills.agent_client)")
+    @ma.argument("--model", default=None, metavar="M", help="the model (default: IPySkills.agent_model)")
+    @ma.argument("--max-turns", dest="max_turns", type=int, default=8, metavar="N",
+                 help="model calls before the loop stops (default 8)")
+    @ma.argument("--allow", default=None, metavar="A,B",
+                 help="only these skills, for this conversation (default: the session's agent filter)")
+    @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
+                 help="also keep the Transcript in the variable VAR")
+    @no_var_expand
+    @cell_magic
+    def skill_agent(self, line: str = "", cell: str = ""):
+        """Talk to a real model with your skills: the cell is the user's message.
+
+        %%skill_agent [--client VAR] [--model M] [--max-turns N] [--allow a,b] [-o VAR]
+        Summarise these response times in ms: [12, 15, 9, 22, 17]
+
+        The tool loop runs through the session's agent view (%skills agent) and the transcript shows as it
+        happens: the system prompt (collapsed), each model turn with the usage the API reports and its
+        time, every tool call with its arguments and the exact text returned, the skills activated and at
+        which level, and the answer. A client failure (bad key, rate limit, unknown model) is one line.
+        """
+        from .agent_magic import skill_agent
+
+        return skill_agent(self, parse(self.skill_agent, line), cell or "")
+
     # ------------------------------------------------------------------ %%skill (authoring)
 
     @ma.magic_arguments()
@@ -494,6 +556,28 @@ def _names(value: str | None) -> list[str]:
 
 _AGENT_OPTIONS = {"--format": ("prompt", "tools"), "--allow": ("prompt", "tools", "agent"),
                   "--disable": ("agent",), "--enable": ("agent",), "--reset": ("agent",)}
+
+
+_LAB_OPTIONS = {"--queries": ("eval",), "--client": ("eval", "budget"), "--model": ("eval", "budget"),
+                "--runs": ("eval",), "--description": ("eval",), "--descriptions": ("eval",),
+                "--parallel": ("eval",), "-o": ("eval", "budget")}
+
+
+def _check_lab_options(command: str, args) -> None:
+    """Usage errors for prompt-lab options given to another command, or with bad values."""
+    given = {"--queries": args.queries, "--client": args.client, "--model": args.model, "--runs": args.runs,
+             "--description": args.description, "--descriptions": args.descriptions,
+             "--parallel": args.parallel, "-o": args.var}
+    for option, value in given.items():
+        if value is not None and command not in _LAB_OPTIONS[option]:
+            takers = " or ".join(f"%skills {c}" for c in _LAB_OPTIONS[option])
+            raise UsageError(f"{option} applies to {takers}, not to %skills {command}")
+    if args.runs is not None and args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    if args.parallel is not None and not 1 <= args.parallel <= 32:
+        raise UsageError("--parallel must be from 1 to 32")
+    if args.var is not None and not args.var.isidentifier():
+        raise UsageError(f"-o needs a Python variable name, got {args.var!r}")
 
 
 def _check_agent_options(command: str, args) -> None:
