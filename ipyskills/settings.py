@@ -36,6 +36,7 @@ class Settings:
     output_cap: int = 1024 * 1024  # bytes kept of stdout and of stderr, each
     guard: bool = True  # static check before every run
     pool_size: int = 2  # Docker containers kept started ahead of runs (0: no warm pool)
+    pool_max: int = 8  # the warm pool grows to the recent burst of parallel runs, up to this (at most 8)
     deps: str = "auto"  # provision a skill's Python requirements before its first run (see DEPS_MODES)
 
     def with_overrides(self, **changes) -> Settings:

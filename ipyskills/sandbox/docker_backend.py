@@ -43,6 +43,7 @@ LABEL = "ipyskills.sandbox"
 LABEL_PID = "ipyskills.pid"
 LABEL_HOST = "ipyskills.host"
 LABEL_POOL = "ipyskills.pool"  # "1" on containers started ahead of time by the warm pool
+LABEL_CREATE = "ipyskills.create"  # a token per create call, to find a container whose create reply was lost
 UID = 1000
 WORKDIR = "/skill"
 OUTPUT_DIR = "/output"
@@ -55,6 +56,9 @@ _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
 
 _live: dict[str, object] = {}  # container id -> client, for the atexit sweep
 _live_lock = threading.Lock()
+_creating: set[str] = set()  # create tokens of calls in progress (their containers are not strays yet)
+_lost: dict[str, object] = {}  # create token -> client, for creates that failed after maybe creating one
+_unremoved: dict[str, object] = {}  # container id -> client, for removals that failed (retried by the healer)
 _clients: dict[tuple, object] = {}  # (pid, endpoint, purpose) -> docker client, reused across runs
 _image_seen: dict[tuple, float] = {}  # (endpoint, image) -> monotonic time of the last positive check
 _shared_lock = threading.Lock()
@@ -69,7 +73,7 @@ class DockerBackend:
     name = "docker"
 
     def __init__(self, image: str = DEFAULT_IMAGE, client=None, skill_transfer: str = "auto",
-                 pool_size: int = 0, pool_limits: Limits | None = None):
+                 pool_size: int = 0, pool_limits: Limits | None = None, pool_max: int | None = None):
         if skill_transfer not in ("auto", "mount", "copy"):
             raise SandboxError(f"skill_transfer must be auto, mount or copy, got {skill_transfer!r}")
         self.image = image or DEFAULT_IMAGE
@@ -77,6 +81,7 @@ class DockerBackend:
         self._probe = client
         self.skill_transfer = skill_transfer
         self.pool_size = pool_size
+        self.pool_max = pool_max  # the most the pool grows to for a burst (None: pool.MAX_SIZE)
         self.pool_limits = pool_limits or Limits()
 
     # -- readiness -------------------------------------------------------------------------------------
@@ -176,7 +181,7 @@ class DockerBackend:
         """The warm pool for this engine and image (started lazily; see pool.py)."""
         from .pool import pool_for
 
-        return pool_for(client, image, self.pool_limits, self.pool_size)
+        return pool_for(client, image, self.pool_limits, self.pool_size, self.pool_max)
 
     def _copy_skill(self, client) -> bool:
         if self.skill_transfer == "auto":
@@ -232,10 +237,30 @@ def shared_client(probe: bool = False):
     key = (os.getpid(), base_url, tls is not None, probe)  # a forked child must not share the connections
     with _shared_lock:
         client = _clients.get(key)
+        first = client is None and not probe
         if client is None:
             client = docker_client.connect(timeout=3 if probe else docker_client.DEFAULT_TIMEOUT)
             _clients[key] = client
+    if first:
+        _on_first_start(client)
     return client
+
+
+def _on_first_start(client) -> None:
+    """The first time this process runs something on an engine: end runs and drain the pool on SIGTERM
+    and SIGHUP too, and remove (in the background) containers whose owner process is gone."""
+    from . import signals
+
+    signals.install()
+    threading.Thread(target=_cleanup_quietly, args=(client,), name="ipyskills-startup-cleanup",
+                     daemon=True).start()
+
+
+def _cleanup_quietly(client) -> None:
+    try:
+        cleanup(client)
+    except Exception:  # noqa: BLE001 - best effort; `ipyskills sandbox cleanup` says what went wrong
+        pass
 
 
 def _endpoint_of(client) -> str:
@@ -264,10 +289,13 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
     command = ["python3", "-I", "-S", "-c", _LAUNCHER_SOURCE]
     if idle_exit is not None:
         command += ["--idle-exit", f"{idle_exit:g}"]
-    labels = {LABEL: "1", LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname()}
+    token = secrets.token_hex(8)
+    labels = {LABEL: "1", LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname(), LABEL_CREATE: token}
     if pooled:
         labels[LABEL_POOL] = "1"
     api = client.api
+    with _live_lock:
+        _creating.add(token)
     try:
         # The low-level call: the high-level one inspects the new container again, a wasted round trip.
         host_config = api.create_host_config(
@@ -282,17 +310,30 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
             image, command=command, user=f"{UID}:{UID}", working_dir=WORKDIR, environment={},
             stdin_open=True, tty=False, detach=True, labels=labels, host_config=host_config,
         )
+        container_id = created["Id"]
     except docker.errors.ImageNotFound:
+        with _live_lock:
+            _creating.discard(token)
         _image_seen.pop((_endpoint_of(client), image), None)
         raise SandboxError(f"the sandbox image {image} is not present: build the "
                            "image: ipyskills sandbox build [--offline]") from None
-    except docker.errors.APIError as exc:
-        raise SandboxError(f"Docker refused to create the sandbox container: {exc.explanation or exc}")
-    except docker_client.engine_errors() as exc:
-        raise SandboxError(f"no Docker engine answers ({docker_client.short(exc)}): start the Docker engine "
-                           "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST") from None
-    container_id = created["Id"]
+    except BaseException as exc:
+        # The engine may have made the container even though the reply never came: find it by its token.
+        with _live_lock:
+            _creating.discard(token)
+            _lost[token] = client
+        _heal_later(client)
+        if isinstance(exc, docker.errors.APIError):
+            raise SandboxError(f"Docker refused to create the sandbox container: {exc.explanation or exc}") from None
+        if isinstance(exc, docker_client.engine_errors()):
+            raise SandboxError(f"no Docker engine answers ({docker_client.short(exc)}): start the Docker engine "
+                               "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST") from None
+        if isinstance(exc, Exception):
+            raise SandboxError(f"talking to the Docker engine failed while creating the sandbox container "
+                               f"({type(exc).__name__}: {docker_client.short(exc)}); try again") from None
+        raise  # KeyboardInterrupt, SystemExit: the healer removes what was made
     with _live_lock:
+        _creating.discard(token)
         _live[container_id] = client
     return container_id
 
@@ -317,6 +358,9 @@ def start_attached(client, container_id: str):
             raise SandboxError(f"Docker could not start the sandbox container: {exc.explanation or exc}") from None
         if isinstance(exc, docker_client.engine_errors()):
             raise SandboxError(f"lost contact with the Docker engine: {docker_client.short(exc)}") from None
+        if isinstance(exc, Exception):
+            raise SandboxError(f"talking to the Docker engine failed while starting the sandbox container "
+                               f"({type(exc).__name__}: {docker_client.short(exc)}); try again") from None
         raise
 
 
@@ -553,17 +597,100 @@ def cached_skill_tar(root: Path) -> bytes:
     return data
 
 
-def _remove(client, container_id: str) -> None:
+def _remove(client, container_id: str) -> bool:
+    """Force-remove a container; never raises. False when it could not be removed now: it stays
+    registered, and the healer thread retries in the background once the engine answers."""
     import docker.errors
 
     try:
         client.api.remove_container(container_id, force=True, v=True)
     except docker.errors.NotFound:
         pass
-    except docker_client.engine_errors():
-        return  # stays registered so the atexit sweep tries again; `ipyskills sandbox cleanup` is the backstop
+    except docker.errors.APIError as exc:
+        if "already in progress" not in str(exc):
+            return _removal_failed(client, container_id)
+    except Exception:  # noqa: BLE001 - engine gone, connection lost, urllib3 trouble: retried later
+        return _removal_failed(client, container_id)
     with _live_lock:
         _live.pop(container_id, None)
+        _unremoved.pop(container_id, None)
+    return True
+
+
+def _removal_failed(client, container_id: str) -> bool:
+    with _live_lock:
+        _live.setdefault(container_id, client)
+        _unremoved[container_id] = client
+    _heal_later(client)
+    return False
+
+
+# -- self-healing: removals that failed, creates whose reply was lost, strays of this process ---------
+HEAL_FIRST_DELAY = 0.5  # seconds before the first retry; doubles up to HEAL_MAX_DELAY
+HEAL_MAX_DELAY = 5.0
+_healer: threading.Thread | None = None
+_heal_clients: dict[str, object] = {}  # endpoint -> a client of that engine
+_heal_wake = threading.Event()
+
+
+def _heal_later(client) -> None:
+    """Start (or wake) the background healer: once the engine answers again it retries failed removals,
+    removes containers of lost creates, and sweeps this process's untracked containers."""
+    global _healer
+    with _remover_lock:
+        _heal_clients[_endpoint_of(client)] = client
+        if os.getpid() == _main_pid and (_healer is None or not _healer.is_alive()):
+            _healer = threading.Thread(target=_heal_loop, name="ipyskills-container-healer", daemon=True)
+            _healer.start()
+    _heal_wake.set()
+
+
+def _heal_loop() -> None:
+    delay = HEAL_FIRST_DELAY
+    while True:
+        _heal_wake.wait(delay)
+        _heal_wake.clear()
+        with _remover_lock:
+            clients = list(_heal_clients.values())
+        healed = all(heal(client) for client in clients)
+        with _live_lock:
+            pending = bool(_unremoved or _lost)
+        if healed and not pending:
+            with _remover_lock:
+                if not _heal_wake.is_set():
+                    global _healer
+                    _healer = None
+                    _heal_clients.clear()
+                    return
+            continue
+        delay = HEAL_FIRST_DELAY if healed else min(HEAL_MAX_DELAY, delay * 2)
+
+
+def heal(client, everything: bool = False) -> bool:
+    """One healing pass on one engine: retry failed removals, remove containers of lost creates and
+    containers labelled with this process's pid that nothing tracks (with `everything`, all of this
+    process's containers). Returns False when the engine does not answer."""
+    endpoint = _endpoint_of(client)
+    try:
+        client.api.ping()
+        ours = client.api.containers(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
+    except Exception:  # noqa: BLE001 - still down; try again later
+        return False
+    with _live_lock:
+        retry = [cid for cid, c in _unremoved.items() if _endpoint_of(c) == endpoint]
+        tracked, creating = set(_live), set(_creating)
+        lost = {t for t, c in _lost.items() if _endpoint_of(c) == endpoint}
+    ok = all([_remove(client, cid) for cid in retry])
+    for container in ours:
+        cid, labels = container.get("Id", ""), container.get("Labels") or {}
+        token = labels.get(LABEL_CREATE)
+        if everything or token in lost or (cid not in tracked and token not in creating):
+            ok = _remove(client, cid) and ok
+    if ok:
+        with _live_lock:
+            for token in lost:
+                _lost.pop(token, None)
+    return ok
 
 
 _removals: queue.Queue = queue.Queue()
@@ -601,13 +728,29 @@ def flush_removals(timeout: float = 30.0) -> bool:
     return True
 
 
-@atexit.register
-def _remove_live_containers() -> None:
-    flush_removals(timeout=10.0)
+_main_pid = os.getpid()  # a forked child owns none of these containers
+
+
+def end_all(timeout: float = 10.0) -> None:
+    """Remove every container this process made: queued removals, in-flight and pooled ones, and any
+    other container labelled with this pid (lost creates). At exit, and on SIGTERM/SIGHUP."""
+    if os.getpid() != _main_pid:
+        return
+    flush_removals(timeout=timeout)
     with _live_lock:
         pending = list(_live.items())
+        endpoints = {_endpoint_of(c): c for c in [*_live.values(), *_lost.values(), *_unremoved.values()]}
+    with _shared_lock:
+        endpoints.update({_endpoint_of(c): c for key, c in _clients.items() if key[0] == _main_pid and not key[3]})
     for container_id, client in pending:
         _remove(client, container_id)
+    for client in endpoints.values():
+        heal(client, everything=True)
+
+
+@atexit.register
+def _remove_live_containers() -> None:
+    end_all()
 
 
 def labelled_containers(client, all_owners: bool = False) -> list:

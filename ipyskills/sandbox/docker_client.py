@@ -9,6 +9,9 @@ from pathlib import Path
 from ..errors import SandboxError
 
 DEFAULT_TIMEOUT = 60  # seconds for one API call; runs raise it above their own timeout
+# Connections kept open to the engine per client: the largest warm pool (8) filling in parallel, plus the
+# background remover, plus parallel runs (each holds one attach socket and makes a few calls).
+MAX_CONNECTIONS = 32
 
 
 def engine_endpoint(environ=None) -> tuple[str | None, object]:
@@ -41,18 +44,48 @@ def _config_context(env) -> str | None:
         return None
 
 
-def connect(timeout: float = DEFAULT_TIMEOUT):
-    """A docker-py client for the current endpoint. Raises SandboxError when no engine answers."""
+def connect(timeout: float = DEFAULT_TIMEOUT, max_connections: int = MAX_CONNECTIONS):
+    """A docker-py client for the current endpoint, safe to share between threads (see
+    `one_pool_per_socket`). Raises SandboxError when no engine answers."""
     import docker
 
     try:
         base_url, tls = engine_endpoint()
         if base_url is None:
-            return docker.from_env(timeout=int(timeout))
-        return docker.DockerClient(base_url=base_url, tls=tls or False, timeout=int(timeout))
+            client = docker.from_env(timeout=int(timeout), max_pool_size=max_connections)
+        else:
+            client = docker.DockerClient(base_url=base_url, tls=tls or False, timeout=int(timeout),
+                                         max_pool_size=max_connections)
     except docker.errors.DockerException as exc:
         raise SandboxError(f"no Docker engine answers ({short(exc)}): start the Docker engine "
                            "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST") from None
+    one_pool_per_socket(client)
+    return client
+
+
+def one_pool_per_socket(client) -> None:
+    """Make a unix-socket client keep one connection pool for the socket instead of one per URL.
+
+    docker-py's UnixHTTPAdapter keys its urllib3 pools by the full request URL, and every container has
+    its own URLs (/containers/<id>/start, ...). It keeps the 10 most recent pools and closes the one it
+    evicts, even while another thread is using it: that thread then fails inside urllib3
+    (`AttributeError: 'NoneType' object has no attribute 'qsize'`), and a connection is opened per
+    container. With one pool per socket nothing is ever evicted, connections are reused across
+    containers, and urllib3's pool (thread-safe, `max_pool_size` connections) is shared by all threads."""
+    try:
+        from docker.transport.unixconn import UnixHTTPAdapter
+    except ImportError:  # pragma: no cover - docker-py always has it
+        return
+    adapter = getattr(client.api, "_custom_adapter", None)
+    if not isinstance(adapter, UnixHTTPAdapter) or getattr(adapter, "_ipyskills_one_pool", False):
+        return
+    per_url = adapter.get_connection
+
+    def get_connection(url, proxies=None):
+        return per_url("http+docker://localhost", proxies)  # the socket is the only thing that matters
+
+    adapter.get_connection = get_connection
+    adapter._ipyskills_one_pool = True
 
 
 def is_local(client) -> bool:

@@ -9,11 +9,15 @@ run and is then removed like any other, so no state can pass from one run to the
   network, output folder size): a run with other limits gets a fresh container, as without a pool.
 - A pooled container's mounts are fixed when it is created, so the skill is always copied in (through
   the launcher, from a tar cached per skill), never bind-mounted.
-- A background thread refills the pool after each run, up to `size` containers, and never makes the
-  caller wait. It starts lazily, on the first Docker run or on `warm()`, and backs off when the engine
-  refuses.
+- The pool keeps `size` containers ready and grows to the recent burst size: the most runs that asked
+  for a container within `BURST_WINDOW` seconds, up to `max_size` (the `pool_max` setting, at most
+  `MAX_SIZE`). So a burst of N parallel tool calls after a pause finds N warm containers. Without demand
+  for `SHRINK_AFTER` seconds the extra containers are removed and it is back to `size`.
+- Refill threads (up to `PARALLEL_STARTS` at once) top the pool up after each take, so containers start
+  in parallel and the caller never waits for one. They start lazily, on the first Docker run or on
+  `warm()`, and back off when the engine refuses.
 - A container idle for more than `max_idle` seconds, or whose launcher has died, is discarded, not used;
-  the pool only refills after a run, so an idle session ends up holding nothing. The launcher itself
+  the pool only refills while it is used, so an idle session ends up holding nothing. The launcher itself
   exits if no job came within `max_idle` plus a margin, so a pool whose process was killed stops too.
 - Pooled containers carry the usual labels (owner pid and host), plus `ipyskills.pool=1`: they are in the
   backend's atexit sweep, `drain_all()` runs at exit, on `%unload_ext`, and `ipyskills sandbox cleanup`
@@ -37,7 +41,10 @@ from .policy import Limits
 
 MAX_IDLE = 600.0  # seconds a started container may wait for its run
 IDLE_EXIT_MARGIN = 60.0  # the launcher gives up this long after the pool would have discarded it
-MAX_SIZE = 8
+MAX_SIZE = 8  # the most containers a pool may hold (pool_max is capped here)
+PARALLEL_STARTS = 4  # containers being created and started at once per pool
+BURST_WINDOW = 2.0  # seconds: takes this close together count as one burst
+SHRINK_AFTER = 60.0  # seconds without a burst before the pool shrinks back to `size`
 FAILURES_BEFORE_PAUSE = 3
 PAUSE_AFTER_FAILURES = 30.0  # seconds without refill attempts after repeated failures
 
@@ -85,10 +92,12 @@ class WarmContainer:
 class ContainerPool:
     """Up to `size` started containers for runs on `image` with limits matching `limits`."""
 
-    def __init__(self, client, image: str, limits: Limits, size: int, max_idle: float = MAX_IDLE):
+    def __init__(self, client, image: str, limits: Limits, size: int, max_idle: float = MAX_IDLE,
+                 max_size: int | None = None):
         self.client, self.image, self.limits = client, image, limits
         self.key = PoolKey.of(image, limits)
         self.size = _checked_size(size)
+        self.max_size = max(self.size, _checked_size(MAX_SIZE if max_size is None else max_size))
         self.max_idle = max_idle
         self.taken = 0  # runs served from the pool
         self.missed = 0  # matching runs that found it empty
@@ -97,7 +106,11 @@ class ContainerPool:
         self._idle: deque[WarmContainer] = deque()
         self._creating = 0
         self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the first refill thread (also expires and shrinks)
+        self._threads: set[threading.Thread] = set()
+        self._takes: deque[float] = deque(maxlen=MAX_SIZE)  # times of the latest takes (hits and misses)
+        self._burst = 0  # the largest burst seen, until it is SHRINK_AFTER seconds old
+        self._burst_at = 0.0
         self._stopped = False
         self._last_demand = time.monotonic()
         self._paused_until = 0.0
@@ -113,14 +126,30 @@ class ContainerPool:
             return None  # a forked child does not own its parent's containers
         with self._cond:
             now = self._last_demand = time.monotonic()
+            self._note_take(now)
             while self._idle:
                 warm = self._idle.popleft()
                 if now - warm.ready_at <= self.max_idle and warm.alive():
                     self.taken += 1
+                    self._spawn()  # start its successor now, in parallel with the run
                     return warm
                 self._discard(warm)
             self.missed += 1
+            self._spawn()  # start refilling now rather than after the run
             return None
+
+    def _note_take(self, now: float) -> None:
+        self._takes.append(now)
+        burst = sum(1 for t in self._takes if now - t <= BURST_WINDOW)
+        if burst >= self._burst or now - self._burst_at > SHRINK_AFTER:
+            self._burst, self._burst_at = burst, now
+
+    def target(self) -> int:
+        """How many containers the pool wants ready now: `size`, or the recent burst size up to max_size."""
+        if self.size == 0:
+            return 0
+        burst = self._burst if time.monotonic() - self._burst_at <= SHRINK_AFTER else 0
+        return max(self.size, min(self.max_size, burst))
 
     def refill(self) -> None:
         """Top the pool up in the background (never waits)."""
@@ -128,14 +157,26 @@ class ContainerPool:
             return
         with self._cond:
             self._last_demand = time.monotonic()
-            while len(self._idle) > self.size:
+            while len(self._idle) > self.target():
                 self._discard(self._idle.pop())
-            if self._stopped or self.size == 0 or time.monotonic() < self._paused_until:
-                return
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._fill, name="ipyskills-pool-refill", daemon=True)
-                self._thread.start()
+            self._spawn()
             self._cond.notify_all()
+
+    def _spawn(self) -> None:
+        """Start refill threads for what is missing, up to PARALLEL_STARTS (called under the lock)."""
+        if self._stopped or self.size == 0 or time.monotonic() < self._paused_until:
+            return
+        self._threads = {t for t in self._threads if t.is_alive()}
+        if self._thread not in self._threads:
+            self._thread = None
+        missing = max(0, self.target() - len(self._idle) - self._creating)
+        needed = min(PARALLEL_STARTS, max(1, self._creating + missing))  # busy threads + new starts
+        while len(self._threads) < needed or self._thread is None:
+            thread = threading.Thread(target=self._fill, name="ipyskills-pool-refill", daemon=True)
+            if self._thread is None:
+                self._thread = thread
+            self._threads.add(thread)
+            thread.start()
 
     # -- public ----------------------------------------------------------------------------------------
     def warm(self, wait: float = 0.0) -> int:
@@ -152,7 +193,8 @@ class ContainerPool:
 
     def status(self) -> dict:
         with self._cond:
-            return {"image": self.image, "size": self.size, "idle": len(self._idle), "starting": self._creating,
+            return {"image": self.image, "size": self.size, "max_size": self.max_size, "target": self.target(),
+                    "idle": len(self._idle), "starting": self._creating,
                     "taken": self.taken, "missed": self.missed, "discarded": self.discarded,
                     "last_error": self.last_error, "stopped": self._stopped}
 
@@ -166,7 +208,7 @@ class ContainerPool:
         with self._cond:
             self._stopped = True
             idle, self._idle = list(self._idle), deque()
-            thread = self._thread
+            threads = list(self._threads)
             self._cond.notify_all()
         if os.getpid() != self._pid:
             return 0
@@ -176,30 +218,46 @@ class ContainerPool:
                 docker_backend._remove(self.client, warm.id)
             else:
                 self._remove_later(warm.id)
-        if wait and thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        if wait:
+            deadline = time.monotonic() + timeout
+            for thread in threads:
+                if thread is not threading.current_thread():
+                    thread.join(max(0.0, deadline - time.monotonic()))
         return len(idle)
 
     # -- the refill thread -----------------------------------------------------------------------------
     def _wanted(self) -> bool:
         recently_used = time.monotonic() - self._last_demand < self.max_idle
-        return recently_used and len(self._idle) + self._creating < self.size
+        return recently_used and len(self._idle) + self._creating < self.target()
 
     def _expire(self) -> float | None:
-        """Discard idle containers past max_idle; seconds until the next one expires (None: none idle)."""
+        """Discard idle containers past max_idle, and those beyond the target once a burst is over;
+        seconds until the next check is due (None: nothing idle)."""
         now = time.monotonic()
         while self._idle and (now - self._idle[0].ready_at > self.max_idle or not self._idle[0].alive()):
             self._discard(self._idle.popleft())
-        return self._idle[0].ready_at + self.max_idle - now if self._idle else None
+        while len(self._idle) > self.target():
+            self._discard(self._idle.popleft())
+        if not self._idle:
+            return None
+        due = self._idle[0].ready_at + self.max_idle - now
+        if len(self._idle) > self.size:
+            due = min(due, self._burst_at + SHRINK_AFTER - now + 0.1)
+        return max(0.05, due)
 
     def _fill(self) -> None:
         failures = 0
+        me = threading.current_thread()
         while True:
             with self._cond:
                 while not self._stopped and not self._wanted():
+                    if self._thread is not me:  # extra refill threads leave when there is nothing to start
+                        self._threads.discard(me)
+                        return
                     self._cond.wait(self._expire())
                     self._expire()
                 if self._stopped:
+                    self._threads.discard(me)
                     return
                 self._creating += 1
             try:
@@ -209,9 +267,11 @@ class ContainerPool:
                 with self._cond:
                     self._creating -= 1
                     self.last_error = str(exc) or type(exc).__name__
-                    if failures >= FAILURES_BEFORE_PAUSE:
-                        self._paused_until = time.monotonic() + PAUSE_AFTER_FAILURES
-                        self._thread = None
+                    if failures >= FAILURES_BEFORE_PAUSE or time.monotonic() < self._paused_until:
+                        self._paused_until = max(self._paused_until, time.monotonic() + PAUSE_AFTER_FAILURES)
+                        self._threads.discard(me)
+                        if self._thread is me:
+                            self._thread = None
                         self._cond.notify_all()
                         return
                     self._cond.wait(0.5 * 2**failures)
@@ -219,11 +279,11 @@ class ContainerPool:
             failures = 0
             with self._cond:
                 self._creating -= 1
-                if warm is None:
-                    return  # stopped while it was being made; already removed
-                if self._stopped:
-                    self._discard(warm)
-                    return
+                if warm is None or self._stopped:
+                    if warm is not None:
+                        self._discard(warm)
+                    self._threads.discard(me)
+                    return  # stopped while it was being made
                 self._idle.append(warm)
                 self._cond.notify_all()
 
@@ -256,7 +316,7 @@ def _checked_size(size) -> int:
     return min(size, MAX_SIZE)
 
 
-def pool_for(client, image: str, limits: Limits, size: int) -> ContainerPool:
+def pool_for(client, image: str, limits: Limits, size: int, max_size: int | None = None) -> ContainerPool:
     """The process's pool for this engine and image, made (or re-made, when the limits changed) on demand.
     Nothing starts until the pool is warmed or refilled."""
     size = _checked_size(size)
@@ -267,9 +327,10 @@ def pool_for(client, image: str, limits: Limits, size: int) -> ContainerPool:
             pool.drain(wait=False)  # made for other limits: its containers would never be used
             pool = None
         if pool is None:
-            pool = _pools[(endpoint, image)] = ContainerPool(client, image, limits, size)
+            pool = _pools[(endpoint, image)] = ContainerPool(client, image, limits, size, max_size=max_size)
         else:
             pool.size = size
+            pool.max_size = max(size, _checked_size(MAX_SIZE if max_size is None else max_size))
     return pool
 
 
@@ -289,6 +350,7 @@ def warm(settings=None, wait: float = 0.0) -> ContainerPool:
         raise ConfigError("the warm pool is off (pool_size is 0): set pool_size to 1 or more "
                           "(IPYSKILLS_POOL_SIZE, or %config IPySkills.pool_size = 2)")
     backend = docker_backend.DockerBackend(image=settings.image, pool_size=settings.pool_size,
+                                           pool_max=settings.pool_max,
                             pool_limits=Limits.from_settings(settings))
     backend.ensure_ready()
     pool = backend.pool(backend.client(), backend.image)

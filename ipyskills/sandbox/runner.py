@@ -49,7 +49,7 @@ def select_backend(name: str, image: str, settings=None):
     from .docker_backend import DockerBackend
 
     if settings is not None and settings.pool_size != 0:  # a negative size is refused by the pool
-        docker = DockerBackend(image=image, pool_size=settings.pool_size,
+        docker = DockerBackend(image=image, pool_size=settings.pool_size, pool_max=settings.pool_max,
                                pool_limits=Limits.from_settings(settings))
     else:
         docker = DockerBackend(image=image)

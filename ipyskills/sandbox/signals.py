@@ -1,0 +1,100 @@
+"""SIGTERM and SIGHUP end this process's sandbox runs and drain the warm pool, as Ctrl-C and normal exit do.
+
+`docker stop`, systemd, `timeout`, CI cancellation and JupyterHub culling send SIGTERM; a closed terminal
+sends SIGHUP. Python's default action for both ends the process without running `atexit`, so in-flight
+containers and the pool's started containers would stay. `install()` (called when the Docker backend first
+talks to an engine) puts a handler in front of whatever was there:
+
+- only from the main thread (Python allows no other), and only once per signal;
+- a signal that is ignored (`SIG_IGN`, e.g. SIGHUP under `nohup`) stays ignored: nothing is installed;
+- on the signal, the pool is drained and every container of this process removed (in a helper thread,
+  bounded by `CLEANUP_TIMEOUT`, so a lock held by the interrupted main thread cannot hang it), then the
+  previous disposition runs: a Python handler (ipykernel's, Jupyter's, the user's) is called with the same
+  arguments; the default is restored and the signal sent again, so the process still dies *by that
+  signal* (exit status and parent's view unchanged).
+- a handler installed after ours (which may chain to ours) is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+CLEANUP_TIMEOUT = 10.0  # seconds the handler spends removing containers before passing the signal on
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+_installed: dict[int, object] = {}  # signal number -> the disposition we replaced
+_lock = threading.Lock()
+
+
+def install() -> list[int]:
+    """Install the handlers (idempotent); returns the signals newly handled. Does nothing outside the
+    main thread or for ignored signals."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    done = []
+    with _lock:
+        for signum in SIGNALS:
+            if signum in _installed:
+                continue
+            try:
+                previous = signal.getsignal(signum)
+                if previous == signal.SIG_IGN:
+                    continue  # e.g. nohup: the user asked for this signal to be ignored
+                signal.signal(signum, _handle)
+            except (ValueError, OSError):  # not the main interpreter, or not allowed here
+                continue
+            _installed[signum] = previous
+            done.append(signum)
+    return done
+
+
+def uninstall() -> None:
+    """Put back the previous dispositions where our handler is still the current one (tests, unload)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with _lock:
+        for signum, previous in list(_installed.items()):
+            try:
+                if signal.getsignal(signum) is _handle:
+                    signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+            except (ValueError, OSError):
+                continue
+            del _installed[signum]
+
+
+def end_runs(timeout: float = CLEANUP_TIMEOUT) -> None:
+    """Drain every warm pool and remove every container of this process, within `timeout` seconds."""
+    worker = threading.Thread(target=_end_runs, name="ipyskills-signal-cleanup", daemon=True)
+    worker.start()
+    worker.join(timeout)
+
+
+def _end_runs() -> None:
+    import sys
+
+    pool = sys.modules.get("ipyskills.sandbox.pool")
+    backend = sys.modules.get("ipyskills.sandbox.docker_backend")
+    try:
+        if pool is not None:
+            pool.drain_all(timeout=CLEANUP_TIMEOUT / 2)
+    finally:
+        if backend is not None:
+            backend.end_all(timeout=CLEANUP_TIMEOUT / 2)
+
+
+def _handle(signum, frame):
+    previous = _installed.get(signum, signal.SIG_DFL)
+    try:
+        end_runs()
+    except Exception:  # noqa: BLE001 - the signal must still be passed on
+        pass
+    if callable(previous):
+        return previous(signum, frame)
+    if previous == signal.SIG_IGN:
+        return None
+    # SIG_DFL (or None: set from C code we cannot call): die by the signal, as without us.
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return None

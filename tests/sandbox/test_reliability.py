@@ -1,0 +1,189 @@
+"""Reliability under load, on the shared engine: many threads on one registry, every failure a SkillError,
+no container untracked (a create whose reply is lost is found by its label), the guard's parse and the
+docker client safe under threads. Faults on a private engine are in test_engine_faults.py."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from ipyskills import SkillError, SkillRegistry
+from ipyskills.errors import SandboxError
+from ipyskills.sandbox import docker_backend as db
+from ipyskills.sandbox import pool as pool_mod
+from ipyskills.settings import Settings
+
+docker = pytest.mark.docker
+
+ECHO = "import sys\ndata = sys.stdin.read()\nprint(data)\n"
+
+
+def wait_for(predicate, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def ours(client, pid: int | None = None) -> list:
+    return client.containers.list(all=True, filters={"label": [f"{db.LABEL}=1", f"{db.LABEL_PID}={pid or os.getpid()}"]})
+
+
+def test_guard_parse_is_thread_safe():
+    from ipyskills.sandbox.guard import check_source
+
+    # Deep nesting makes the AST conversion recurse, where CPython 3.11's unlocked parse goes wrong.
+    source = "x = " + "(" * 90 + "1" + ")" * 90 + "\n" + "def f(a):\n    return eval('[[[[1]]]]')\n" * 40
+    errors = []
+
+    def work():
+        try:
+            for _ in range(60):
+                check_source(source, "python")
+        except Exception as exc:  # noqa: BLE001 - any exception is the failure under test
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+@docker
+def test_unix_client_keeps_one_connection_pool(docker_backend):
+    client = db.shared_client()
+    if not str(client.api.base_url).startswith("http+docker://"):
+        pytest.skip("not a unix-socket engine")
+    for _ in range(30):  # 30 distinct per-container URLs: docker-py alone would make 30 pools and evict
+        with pytest.raises(Exception):  # noqa: B017 - NotFound
+            client.api.inspect_container(secrets.token_hex(32))
+    assert len(client.api._custom_adapter.pools) <= 2
+
+
+@docker
+@pytest.mark.slow
+def test_16_threads_x_20_runs_unique_tokens(docker_backend, skill_maker):
+    skill = skill_maker({"scripts/echo.py": ECHO}, name="echo")
+    reg = SkillRegistry([str(skill)], settings=Settings().with_overrides(
+        backend="docker", default_roots=False, bundled_skills=False, pool_size=2, timeout=60))
+    outcomes: Counter = Counter()
+    wrong, raw = [], []
+
+    def worker(n: int):
+        for i in range(20):
+            token = f"tok-{n}-{i}-{secrets.token_hex(8)}"
+            try:
+                result = reg.run("echo", "scripts/echo.py", stdin=token)
+            except SkillError as exc:
+                outcomes["skill_error"] += 1
+                outcomes[type(exc).__name__] += 1
+                continue
+            except Exception as exc:  # noqa: BLE001 - what the test counts
+                raw.append(f"{type(exc).__name__}: {exc}")
+                continue
+            if result.stdout.strip() != token or result.exit_code != 0:
+                wrong.append((token, result.stdout[:200], result.exit_code))
+            else:
+                outcomes["ok"] += 1
+
+    with ThreadPoolExecutor(16) as ex:
+        list(ex.map(worker, range(16)))
+    assert raw == [], raw[:5]
+    assert wrong == [], wrong[:5]
+    assert outcomes["ok"] >= 300, outcomes  # a few SandboxErrors under load are allowed, never silence
+    pool_mod.drain_all()
+    assert db.flush_removals(timeout=60)
+    assert ours(docker_backend.client()) == []
+
+
+@docker
+def test_lost_create_reply_is_found_and_removed(docker_backend, monkeypatch):
+    import requests
+
+    from ipyskills.sandbox.policy import Limits
+
+    client = db.docker_client.connect()
+    real = client.api.create_container
+
+    def create_then_lose(*args, **kwargs):
+        real(*args, **kwargs)  # the engine made it ...
+        raise requests.exceptions.ConnectionError("connection reset (simulated)")  # ... the reply was lost
+
+    monkeypatch.setattr(client.api, "create_container", create_then_lose)
+    with pytest.raises(SandboxError, match="no Docker engine answers"):
+        db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
+    assert db._lost, "the lost create was not recorded"
+    assert len(ours(client)) == 1
+    db.heal(client)  # what the background healer (already woken) does once the engine answers
+    assert wait_for(lambda: ours(client) == [] and not db._lost)
+
+
+@docker
+def test_unexpected_client_error_is_a_sandbox_error(docker_backend, monkeypatch):
+    from ipyskills.sandbox.policy import Limits
+
+    client = db.docker_client.connect()
+
+    def broken(*args, **kwargs):
+        raise AttributeError("'NoneType' object has no attribute 'qsize'")
+
+    monkeypatch.setattr(client.api, "create_container", broken)
+    with pytest.raises(SandboxError, match="AttributeError"):
+        db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
+    db.heal(client)
+    assert wait_for(lambda: not db._lost)
+
+
+@docker
+def test_failed_removal_is_retried_in_the_background(docker_backend, monkeypatch):
+    from ipyskills.sandbox.policy import Limits
+
+    client = db.docker_client.connect()
+    cid = db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
+    real = client.api.remove_container
+    calls = []
+
+    def fail_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("engine away (simulated)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client.api, "remove_container", fail_once)
+    assert db._remove(client, cid) is False
+    assert cid in db._unremoved
+    assert wait_for(lambda: cid not in db._unremoved and cid not in db._live)
+    assert wait_for(lambda: ours(client) == [])
+
+
+@docker
+def test_first_start_removes_containers_of_dead_owners(docker_backend):
+    from ipyskills.sandbox.policy import Limits
+
+    client = docker_backend.client()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(dead.stdout)
+    created = client.api.create_container(
+        docker_backend.image, command=["true"],
+        labels={db.LABEL: "1", db.LABEL_PID: str(dead_pid), db.LABEL_HOST: __import__("socket").gethostname()})
+    try:
+        db._cleanup_quietly(client)  # what the first start runs in the background
+        assert not client.containers.list(all=True, filters={"id": created["Id"]})
+    finally:
+        try:
+            client.api.remove_container(created["Id"], force=True)
+        except Exception:  # noqa: BLE001,S110 - already gone, as it should be
+            pass
