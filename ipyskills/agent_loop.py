@@ -482,7 +482,7 @@ def client_error(exc: BaseException, model: str = "", style: str = "") -> Client
     else:
         kind = "client"
     what, hint = _HINTS[kind]
-    detail = _error_detail(exc)
+    detail = _error_detail(exc).strip().rstrip(".")
     provider = style or "chat"
     code = f" ({status})" if status else ""
     subject = f"model {model!r} " if kind == "not_found" and model else ""
