@@ -37,13 +37,15 @@ def register(subparsers) -> None:
     add_json_option(status)
     status.set_defaults(func=run_status)
 
-    cleanup = sub.add_parser("cleanup", help="remove leftover sandbox containers and unused dependency images",
+    cleanup = sub.add_parser("cleanup", help="remove leftover sandbox containers (and unused dependency images)",
                              description="Remove sandbox containers whose owning process is gone "
-                             "(or all sandbox containers with --all), and dependency images "
-                             "(ipyskills-deps:*) that none of the skills in view needs with the current "
-                             "sandbox image. The skills in view are those of the configured roots, or of "
-                             "--dir. A removed dependency image is rebuilt by the next run that needs it.")
+                             "(or all sandbox containers with --all). With --images, also remove dependency "
+                             "images (ipyskills-deps:*) that none of the skills in view needs with the "
+                             "current sandbox images; the skills in view are those of the configured roots, "
+                             "or of --dir. A removed dependency image is rebuilt by the next run that needs it.")
     cleanup.add_argument("--all", action="store_true", help="also remove containers of running processes")
+    cleanup.add_argument("--images", action="store_true",
+                         help="also remove dependency images that no skill in view needs")
     add_dir_option(cleanup)
     add_json_option(cleanup)
     cleanup.set_defaults(func=run_cleanup)
@@ -157,10 +159,12 @@ def run_cleanup(args) -> int:
     from .core_cmds import make_registry
 
     removed = cleanup(all_owners=args.all)
-    client = connect()
-    images = remove_tags(client, unused_tags(client, wanted_request_tags(make_registry(args), client)))
+    images = []
+    if args.images:
+        client = connect()
+        images = remove_tags(client, unused_tags(client, wanted_request_tags(make_registry(args), client)))
     if args.json:
-        print(json.dumps({"removed": removed, "removed_images": images}))
+        print(json.dumps({"removed": removed, **({"removed_images": images} if args.images else {})}))
         return 0
     if removed:
         print(f"removed {len(removed)} sandbox container(s): {' '.join(removed)}")

@@ -177,3 +177,36 @@ def test_local_backend_gets_a_cached_site_folder_first_on_its_path(make_skill, c
     again = reg.run("table-local", "scripts/table.py", backend="local")
     assert again.exit_code == 0 and again.notice == ""
     assert not [p for p in (cache_dir / "sites").iterdir() if p.name.startswith(".partial-")]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_cleanup_images_removes_only_what_no_skill_in_view_needs(docker_backend, make_skill, tmp_path):
+    import json as _json
+    import subprocess
+    import sys
+
+    client = docker_backend.client()
+    forget_images(client, "termcolor")
+    skill = make_skill({"requirements.txt": "termcolor==2.4.0\n", "scripts/c.py": "import termcolor\n"},
+                       name="colours")
+    done = registry(skill).install_requirements("colours", backend="docker")
+    assert done.built and done.installed == ["termcolor==2.4.0"]
+
+    def cleanup(root) -> list[str]:
+        proc = subprocess.run([sys.executable, "-m", "ipyskills", "sandbox", "cleanup", "--images", "--json",
+                               "--dir", str(root)], capture_output=True, text=True, timeout=120, check=False,
+                              env={**os.environ, "IPYSKILLS_BUNDLED_SKILLS": "0"})
+        assert proc.returncode == 0, proc.stderr
+        return _json.loads(proc.stdout)["removed_images"]
+
+    kept = cleanup(skill.parent)  # the skill is in view: its image stays
+    assert done.image not in kept and client.images.get(done.image)
+    empty = tmp_path / "no-skills"
+    empty.mkdir()
+    removed = cleanup(empty)  # nothing in view needs it any more
+    assert done.image in removed
+    import docker.errors
+
+    with pytest.raises(docker.errors.ImageNotFound):
+        client.images.get(done.image)
