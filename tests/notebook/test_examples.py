@@ -197,4 +197,20 @@ def check_sandbox(out: Outputs, backend: str) -> None:
         assert "skipped on the local backend" in unguarded and "deleting" not in unguarded
 
 
-CHECKS = {"quickstart": check_quickstart, "authoring": check_authoring, "sandbox": check_sandbox}
+def check_prompt_lab(out: Outputs, backend: str) -> None:
+    transcript = out.text("%%skill_agent")
+    assert "skills activated: data-processor (level 3)" in transcript and "stopped: answered" in transcript
+    assert "<details><summary>system prompt" in out.html("%%skill_agent")
+    summary = out.text('print("activated:"')
+    assert f"the script ran on the {backend} backend" in summary and "mean is 15.0" in summary
+    table = out.text("variants = [")
+    assert "66/66 runs" in table
+    ranked = re.findall(r"^(variant \d|current) +\d+%", table, re.M)
+    assert ranked == ["variant 2", "current", "variant 1"], "variants side by side, best first"
+    assert "<svg" in out.html("variants = [")
+    assert "best: variant 2, accuracy 100%" in out.text("best = eval_report.best")
+    assert "estimate: characters / 4" in out.text("%skills budget summary-generator")
+
+
+CHECKS = {"quickstart": check_quickstart, "authoring": check_authoring, "sandbox": check_sandbox,
+          "prompt_lab": check_prompt_lab}
