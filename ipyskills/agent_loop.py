@@ -183,7 +183,7 @@ def call_target(name: str, arguments: Any) -> tuple[str, int]:
             return "", 0
     if not isinstance(arguments, dict) or not isinstance(arguments.get("skill_name"), str):
         return "", 0
-    skill, sep, rest = arguments["skill_name"].strip().partition("/")
+    skill, _sep, rest = arguments["skill_name"].strip().partition("/")
     if name == READ_SKILL:
         path = arguments.get("file_path") or rest
         return skill, 3 if path and path.strip("./") not in ("SKILL.md", "skill.md") else 2
@@ -442,12 +442,12 @@ class ClientError(SkillError):
 
 
 _HINTS = {
-    "auth": ("authentication failed", "check the API key the client was created with (api_key=, or "
-             "OPENAI_API_KEY / ANTHROPIC_API_KEY)"),
+    "auth": ("authentication failed", ("check the API key the client was created with (api_key=, or "
+             "OPENAI_API_KEY / ANTHROPIC_API_KEY)")),
     "permission": ("permission denied", "this key may not use that model or endpoint"),
     "not_found": ("not found", "check the model name (--model / model=) and the client's base_url"),
-    "rate_limit": ("rate limit or quota exceeded", "wait and try again, lower parallel=, or check the "
-                   "account's quota"),
+    "rate_limit": ("rate limit or quota exceeded", ("wait and try again, lower parallel=, or check the "
+                   "account's quota")),
     "bad_request": ("request refused", "the provider did not accept the request; the detail says why"),
     "server": ("server error", "the provider failed; try again later"),
     "timeout": ("timed out", "the API did not answer in time; try again, or raise the client's timeout"),
@@ -589,10 +589,13 @@ def _snapshot(kwargs: dict) -> dict:
 # ----------------------------------------------------------------------------------- matching client
 
 _WORD = re.compile(r"[a-z][a-z0-9]+")
-_STOP = frozenset(
-    "a an and any are as at be by can do does for from has have how i in into is it its me my of on or our "
-    "please that the their them then these this those to use used user uses using was what when where which "
-    "who why will with would you your wants want asks ask".split())
+_STOP = frozenset([
+    "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "has",
+    "have", "how", "i", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please",
+    "that", "the", "their", "them", "then", "these", "this", "those", "to", "use", "used", "user",
+    "uses", "using", "was", "what", "when", "where", "which", "who", "why", "will", "with", "would",
+    "you", "your", "wants", "want", "asks", "ask",
+])
 
 
 def _words(text: str) -> set[str]:
@@ -608,7 +611,7 @@ def _words(text: str) -> set[str]:
     return out
 
 
-_CATALOG_ENTRY = re.compile(r"<name>(.*?)</name>\s*<description>(.*?)</description>", re.S)
+_CATALOG_ENTRY = re.compile(r"<name>(.*?)</name>\s*<description>(.*?)</description>", re.DOTALL)
 
 
 class MatchingClient(ScriptedClient):

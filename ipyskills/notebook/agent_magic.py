@@ -83,7 +83,6 @@ def skill_agent(magics, args, cell: str):
         raise
     if args.var:
         magics.shell.user_ns[args.var] = transcript
-    return None
 
 
 def skills_eval(magics, args):
@@ -95,7 +94,7 @@ def skills_eval(magics, args):
         raise UsageError("%skills eval needs --queries VAR (a list of (text, should_trigger) pairs, a "
                          "DataFrame) or --queries PATH.csv")
     ns = magics.shell.user_ns
-    queries = ns[args.queries] if args.queries in ns else args.queries
+    queries = ns.get(args.queries, args.queries)
     if isinstance(queries, str) and queries == args.queries and not queries.endswith((".csv", ".json")):
         raise UsageError(f"--queries {args.queries!r}: no such variable, and not a .csv or .json path")
     descriptions = list(args.description or [])

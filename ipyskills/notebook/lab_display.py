@@ -68,8 +68,8 @@ class TranscriptView(Displayed):
 
     def mimebundle(self) -> dict:
         t = self.transcript
-        parts = [f'<div class="card"><b>{esc(self.header())}</b><br>'
-                 f'skills activated: {esc(self.activated())}</div>',
+        parts = [(f'<div class="card"><b>{esc(self.header())}</b><br>'
+                 f'skills activated: {esc(self.activated())}</div>'),
                  details(f"system prompt ({len(t.system):,} characters)", pre(t.system))]
         if self.prompt:
             parts.append(f'<div class="card"><b>user</b><pre>{esc(self.prompt)}</pre></div>')

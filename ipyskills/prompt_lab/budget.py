@@ -13,8 +13,8 @@ report says which.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..errors import SkillError
 
@@ -22,7 +22,7 @@ METADATA_TOKENS = 100  # the specification: "~100 tokens" of name and descriptio
 INSTRUCTION_TOKENS = 5000  # the specification: "< 5000 tokens recommended" for the SKILL.md body
 LARGEST_FILES = 3
 ESTIMATE = "estimate: characters / 4 (no provider counter)"
-_ENTRY = re.compile(r"  <skill>\n.*?\n  </skill>", re.S)
+_ENTRY = re.compile(r"  <skill>\n.*?\n  </skill>", re.DOTALL)
 
 
 def estimate_tokens(text: str) -> int:

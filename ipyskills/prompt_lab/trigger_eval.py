@@ -19,10 +19,10 @@ import csv
 import json
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 from ..agent_loop import ClientError, call_target, detect_style, model_reply
 from ..core.tools import READ_SKILL, AgentView
@@ -184,8 +184,8 @@ class TriggerReport:
             head += " (interrupted; figures cover the finished runs)"
         if self.error:
             head += f"\nstopped by: {self.error}"
-        lines = [head, f"{'variant':<12} {'accuracy':>8} {'precision':>9} {'recall':>6} {'passed':>7} "
-                       f"{'tokens in/out':>15}"]
+        lines = [head, (f"{'variant':<12} {'accuracy':>8} {'precision':>9} {'recall':>6} {'passed':>7} "
+                       f"{'tokens in/out':>15}")]
         for v in self.ranked():
             lines.append(f"{v.label:<12} {pct(v.accuracy):>8} {pct(v.precision):>9} {pct(v.recall):>6} "
                          f"{v.passed:>3}/{len(v.queries):<3} {_tokens(v.input_tokens):>8}/{_tokens(v.output_tokens)}")

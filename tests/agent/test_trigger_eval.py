@@ -111,7 +111,7 @@ def test_queries_from_csv_json_dicts_and_dataframe(tmp_path):
 
 def test_bad_settings(reg):
     for kwargs, words in [({"runs": 0}, "runs"), ({"parallel": 0}, "parallel"), ({"model": ""}, "model")]:
-        options = dict(client=MatchingClient(), model="m") | kwargs
+        options = {"client": MatchingClient(), "model": "m"} | kwargs
         with pytest.raises(ConfigError, match=words):
             eval_trigger(reg, "data-tool", QUERIES, **options)
     with pytest.raises(ConfigError, match="does not exist"):

@@ -205,7 +205,7 @@ def check_prompt_lab(out: Outputs, backend: str) -> None:
     assert f"the script ran on the {backend} backend" in summary and "mean is 15.0" in summary
     table = out.text("variants = [")
     assert "66/66 runs" in table
-    ranked = re.findall(r"^(variant \d|current) +\d+%", table, re.M)
+    ranked = re.findall(r"^(variant \d|current) +\d+%", table, re.MULTILINE)
     assert ranked == ["variant 2", "current", "variant 1"], "variants side by side, best first"
     assert "<svg" in out.html("variants = [")
     assert "best: variant 2, accuracy 100%" in out.text("best = eval_report.best")

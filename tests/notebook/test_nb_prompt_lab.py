@@ -3,6 +3,8 @@ clients (ScriptedClient, MatchingClient: NOT models) and a client that fails lik
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from ipyskills.agent_loop import ClientError, MatchingClient, ScriptedClient
@@ -12,7 +14,7 @@ class AuthFailure(Exception):
     """Shaped like an SDK's 401 error (status_code and body), without importing an SDK."""
 
     status_code = 401
-    body = {"error": {"message": "Incorrect API key provided: sk-bad."}}
+    body: ClassVar[dict] = {"error": {"message": "Incorrect API key provided: sk-bad."}}
 
 
 class Failing:
