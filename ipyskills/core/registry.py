@@ -108,6 +108,11 @@ class SkillRegistry:
 
     def get(self, name: str) -> SkillMeta:
         meta = self._lookup(name)
+        if meta is None and self._scan is not None:
+            # A skill copied into a root since the last scan: look again once before saying it is not
+            # there (a re-scan only stats what it has already read).
+            self.refresh()
+            meta = self._lookup(name)
         if meta is None:
             raise SkillNotFound(self._not_found_message(name))
         return meta

@@ -643,7 +643,11 @@ def _skill_completions(reg, line: str) -> list[str] | None:
         if "/" in word and kind != "run":
             name, _, prefix = word.partition("/")
             return [f"{name}/{f}" for f in _files(reg, name) if f.startswith(prefix)]
-        return [n for n in reg.names() if n.startswith(word)]
+        names = [n for n in reg.names() if n.startswith(word)]
+        if not names:  # maybe a skill copied in since the last scan: look again once
+            reg.refresh()
+            names = [n for n in reg.names() if n.startswith(word)]
+        return names
     if kind == "run" and len(done) == 1:
         files = _files(reg, done[0])
         scripts = [f for f in files if f.startswith("scripts/")] or files

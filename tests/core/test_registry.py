@@ -242,6 +242,15 @@ def test_added_root_wins_and_refresh_picks_up_changes(reg, tmp_path):
         reg.add(tmp_path / "missing")
 
 
+def test_a_skill_copied_in_after_the_scan_is_found_by_name_without_refresh(reg, root):
+    assert "late-arrival" not in reg.names()
+    make_skill(root / "late-arrival", description="Copied in later.")
+    assert reg.get("late-arrival").description == "Copied in later."  # the miss re-scanned once
+    assert "late-arrival" in reg.names()
+    with pytest.raises(SkillNotFound, match="no skill named 'still-missing'"):
+        reg.get("still-missing")
+
+
 def test_add_single_skill_folder(tmp_path):
     reg = SkillRegistry([])
     reg.add(make_skill(tmp_path / "solo"))

@@ -16,6 +16,16 @@ def test_skill_names(ip):
     assert complete(ip, "%skill_load --raw he") == ["hello"]
 
 
+def test_a_skill_copied_in_later_completes_and_runs_without_refresh(ip, workdir):
+    assert complete(ip, "%skill_load hel") == ["hello"]  # the catalog is scanned now
+    copied = workdir / "skills" / "helper-copy"
+    copied.mkdir()
+    (copied / "SKILL.md").write_text("---\nname: helper-copy\ndescription: A copy. Use for tests.\n---\nBody.\n")
+    assert complete(ip, "%skill_load helper") == ["helper-copy"]
+    view = ip.run_line_magic("skill_load", "helper-copy")
+    assert "Body." in str(view)
+
+
 def test_resource_paths(ip):
     assert complete(ip, "%skill_load hello/ref") == ["hello/references/guide.md"]
     assert "hello/assets/logo.png" in complete(ip, "%skill_load hello/")
