@@ -34,6 +34,8 @@ class Settings:
     cpus: float = 1.0
     network: bool = False
     output_cap: int = 1024 * 1024  # bytes kept of stdout and of stderr, each
+    stdin_cap: int = 32 * 1024**2  # bytes of stdin one run may be given
+    level2_cap: int = 30_000  # characters of level-2 text (SKILL.md body cut visibly to fit)
     guard: bool = True  # static check before every run
     pool_size: int = 2  # Docker containers kept started ahead of runs (0: no warm pool)
     pool_max: int = 8  # the warm pool grows to the recent burst of parallel runs, up to this (at most 8)

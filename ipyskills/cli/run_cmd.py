@@ -60,13 +60,14 @@ def exit_code_for(result) -> int:
     return result.exit_code
 
 
-def read_stdin(skip: bool) -> bytes:
+def read_stdin(skip: bool, cap: int | None = None) -> bytes:
+    """The CLI's stdin; with `cap`, at most cap + 1 bytes are read (the run then refuses it past the cap)."""
     if skip or sys.stdin is None:
         return b""
     try:
         if sys.stdin.isatty():
             return b""
-        return sys.stdin.buffer.read()
+        return sys.stdin.buffer.read() if cap is None else sys.stdin.buffer.read(cap + 1)
     except (OSError, ValueError):  # closed or detached stdin
         return b""
 
@@ -80,7 +81,7 @@ def cmd_run(args) -> int:
     reg = make_registry(args)
     reg.settings = reg.settings.with_overrides(pool_size=0)  # one run, then exit: a warm pool only costs
     result = reg.run(
-        args.name, args.script, args=script_args, stdin=read_stdin(args.no_stdin),
+        args.name, args.script, args=script_args, stdin=read_stdin(args.no_stdin, reg.settings.stdin_cap),
         backend=args.backend, timeout=args.timeout, memory=args.memory, network=args.network, guard=args.guard,
         deps=args.deps, progress=_progress,
     )
@@ -116,6 +117,7 @@ def _notes(result) -> list[str]:
     if result.notice:
         notes.append(result.notice)
     notes += [str(f) for f in result.findings]
+    notes += result.artifact_notes()
     if result.timed_out:
         notes.append(f"timed out after {result.duration:.1f} s; the run was killed (exit {EXIT_TIMEOUT})")
     elif result.oom_killed:

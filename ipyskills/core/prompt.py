@@ -7,11 +7,18 @@ left out when there is nothing to list, but kept (empty) when the listing was cu
 
 Escaping: every value we generate (names, descriptions, paths) goes through html.escape(quote=True). The
 skill's own text (SKILL.md body, resource content) is passed through verbatim, so an agent sees the bytes
-the author wrote.
+the author wrote, with one exception: a `<` that starts something looking like one of our own tags
+(`<skill_content`, `</skill_resource`, `<stdout>`, ... see FRAME_TAGS, any case, with or without `/` and
+spaces) is written `&lt;`, so no text inside a block can close it or open another (`neutralise`).
+
+Caps: level 2 is at most LEVEL2_CAP characters (Settings.level2_cap): a longer SKILL.md body is cut
+visibly (its start is kept, with a mark saying how much was left out), so `load`, the CLI, the notebook
+and the agent tools all show the same text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html import escape
@@ -31,6 +38,21 @@ TOOL_INSTRUCTIONS = (
     "with the skill's name to load its full instructions."
 )
 RELATIVE_PATHS_NOTE = "Relative paths in this skill are relative to the skill directory."
+
+LEVEL2_CAP = 30_000  # characters of a whole <skill_content> text (the agent tools' result cap too)
+BODY_CUT_MARK = ("\n\n[ipyskills: SKILL.md body cut here; {left} more of it not shown (level-2 text is capped "
+                 "at {cap} characters). Move long material into references/ files.]")
+# The tags of agent text. Text placed inside a block never contains one of them: see neutralise().
+FRAME_TAGS = ("available_skills", "skill", "name", "description", "location", "skill_content",
+              "skill_resources", "skill_resource", "file", "script_result", "stdout", "stderr", "artifacts")
+_LOOKALIKE = re.compile(r"<(?=\s*/?\s*(?:%s)(?![\w-]))" % "|".join(sorted(FRAME_TAGS, key=len, reverse=True)),
+                        re.IGNORECASE)
+
+
+def neutralise(text: str) -> str:
+    """`text` with the `<` of anything that looks like one of FRAME_TAGS (opening or closing, any case)
+    written as `&lt;`; nothing else changes."""
+    return _LOOKALIKE.sub("&lt;", text) if "<" in text else text
 
 
 def _esc(value) -> str:
@@ -77,19 +99,61 @@ class SkillContent:
     directory: Path
     resources: list[str] = field(default_factory=list)
     resources_truncated: bool = False
+    cap: int | None = LEVEL2_CAP  # characters of the whole text; None: no cap
+    body_left: str = ""  # when the body was read only in part: how much was not read (e.g. "104,800,000 bytes")
 
     def __str__(self) -> str:
+        return self.render(self.cap)
+
+    def render(self, cap: int | None) -> str:
+        """The text within `cap` characters: the body is cut first (visibly), then the file list."""
+        body = neutralise(_trim_body(self.body))
+        resources, truncated = list(self.resources), self.resources_truncated
+        text = self._text(body, resources, truncated)
+        if cap is None or len(text) <= cap:
+            return text
+        frame = len(self._text("", resources, truncated))
+        while resources and frame + 400 > cap:  # keep room for some body; a huge file list gives way
+            resources, truncated = resources[:len(resources) // 2], True
+            frame = len(self._text("", resources, truncated))
+        room = max(cap - frame - 2, 0)
+        if len(body) > room or self.body_left:
+            body = self.cut_body(body, room, cap)
+        return self._text(body, resources, truncated)
+
+    def cut_body(self, body: str, room: int, cap: int) -> str:
+        left = len(body)
+        while True:  # the mark's length depends on the number in it
+            mark = BODY_CUT_MARK.format(left=self._left(left), cap=cap)
+            keep = max(room - len(mark), 0)
+            if len(body) - keep == left:
+                break
+            left = len(body) - keep
+        return body[:keep].rstrip() + mark
+
+    def _left(self, chars: int) -> str:
+        shown = f"{chars:,} characters"
+        return f"{shown} and {self.body_left} not read" if self.body_left else shown
+
+    @property
+    def shown_body(self) -> str:
+        """The body as the level-2 text shows it (cut to the cap, look-alike tags neutralised)."""
+        text = str(self)
+        start = text.index(">") + 2
+        end = text.rfind("\n\nSkill directory: ")
+        return text[start:end] if end >= start else ""
+
+    def _text(self, body: str, resources: list[str], truncated: bool) -> str:
         parts = [f'<skill_content name="{_esc(self.name)}">']
-        body = _trim_body(self.body)
         if body:
             parts.append(body)
             parts.append("")
         parts.append(f"Skill directory: {_esc(self.directory)}")
         parts.append(RELATIVE_PATHS_NOTE)
-        if self.resources or self.resources_truncated:
+        if resources or truncated:
             parts.append("")
-            parts.append('<skill_resources truncated="true">' if self.resources_truncated else "<skill_resources>")
-            parts += [f"  <file>{_esc(f)}</file>" for f in self.resources]
+            parts.append('<skill_resources truncated="true">' if truncated else "<skill_resources>")
+            parts += [f"  <file>{_esc(f)}</file>" for f in resources]
             parts.append("</skill_resources>")
         parts.append("</skill_content>")
         return "\n".join(parts)
@@ -116,5 +180,16 @@ class SkillResource:
     text: str
 
     def __str__(self) -> str:
-        end = "" if self.text.endswith("\n") or not self.text else "\n"
-        return f'<skill_resource skill="{_esc(self.skill)}" path="{_esc(self.path)}">\n{self.text}{end}</skill_resource>'
+        return self.render(None)
+
+    def render(self, cap: int | None) -> str:
+        """The text; with `cap`, the file's text is cut in the middle (visibly) so the whole fits."""
+        text = neutralise(self.text)
+        head = f'<skill_resource skill="{_esc(self.skill)}" path="{_esc(self.path)}">\n'
+        tail = "</skill_resource>"
+        if cap is not None and len(head) + len(text) + 1 + len(tail) > cap:
+            from .tools import cap_text
+
+            text = cap_text(text, max(cap - len(head) - len(tail) - 1, 0), result_cap=cap)
+        end = "" if text.endswith("\n") or not text else "\n"
+        return f"{head}{text}{end}{tail}"

@@ -169,9 +169,16 @@ class SkillRegistry:
         return SkillResource(meta.name, rel, res.read_resource_text(meta.path, rel, cap=cap))
 
     def activate(self, skill: str | SkillMeta) -> SkillContent:
+        """Level 2, within `Settings.level2_cap` characters: a longer body is read only in part and cut
+        visibly, so every caller (load, CLI, notebook, read_skill) gets the same text."""
         meta = skill if isinstance(skill, SkillMeta) else self.get(skill)
+        cap = self.settings.level2_cap
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1000:
+            raise ResourceError(f"level2_cap must be a whole number of characters of at least 1000, got {cap!r}")
+        skill_md = confined_skill_md(meta)
         manifest = res.list_resources(meta.path, cap=self.settings.manifest_cap)
-        return SkillContent(meta.name, read_skill_body(meta.skill_md), meta.path, manifest.files, manifest.truncated)
+        body, left = read_skill_body_capped(skill_md, cap)
+        return SkillContent(meta.name, body, meta.path, manifest.files, manifest.truncated, cap=cap, body_left=left)
 
     def read_bytes(self, locator: str, *, cap: int = res.BYTES_CAP) -> tuple[bytes, str]:
         """(bytes, mime) of a resource, for rich display (images etc.); same confinement as load()."""
@@ -242,6 +249,10 @@ class SkillRegistry:
             raise SandboxError(f"unknown limit(s): {', '.join(sorted(unknown))}; "
                                f"known: {', '.join(Limits.__dataclass_fields__)}")
         lim = Limits.from_settings(self.settings, timeout=timeout, memory=memory, network=network, **limits)
+        if len(stdin_bytes) > lim.stdin_cap:
+            raise SandboxError(f"stdin is {len(stdin_bytes):,} bytes, over the {lim.stdin_cap:,} byte cap for one "
+                               "run; write large data to a file the skill reads, or raise stdin_cap "
+                               "(Settings.stdin_cap, IPYSKILLS_STDIN_CAP)")
         deps = check_deps_mode(self.settings.deps if deps is None else deps)
         return RunRequest(
             skill_name=meta.name,
@@ -341,6 +352,48 @@ def read_skill_body(skill_md: Path) -> str:
 
     parsed = parse.parse_skill_md(skill_md, lenient=True)  # InvalidSkill when it no longer parses
     return parse.read_body(skill_md, parsed.body_offset)
+
+
+def confined_skill_md(meta: SkillMeta) -> Path:
+    """The SKILL.md, refused when it is a link to a file outside the skill folder (as every bundled file
+    is). The skill folder itself may be a link (`~/.claude/skills/x -> ~/src/x`): it is resolved first."""
+    try:
+        root = Path(meta.path).resolve(strict=True)
+        target = Path(meta.skill_md).resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise ResourceError(f"cannot read the SKILL.md of {meta.name!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    if root not in target.parents:
+        raise ResourceError(f"the SKILL.md of {meta.name!r} is a link to a file outside its skill folder "
+                            f"({target}); refused. Copy the file into the skill folder instead of linking it")
+    return target
+
+
+def read_skill_body_capped(skill_md: Path, cap: int) -> tuple[str, str]:
+    """(body, what was not read): the body's first `cap` characters' worth of bytes at most (4 a character),
+    so a 100 MiB body costs no more than a capped one. `what was not read` is "" when it was read whole."""
+    import codecs
+
+    from . import parse
+
+    parsed = parse.parse_skill_md(skill_md, lenient=True)  # InvalidSkill when it no longer parses
+    limit = cap * 4 + 4
+    try:
+        with open(skill_md, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(parsed.body_offset)
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise ResourceError(f"cannot read {skill_md}: {exc.strerror}") from None
+    if len(raw) <= limit:
+        return parse.read_body(skill_md, parsed.body_offset), ""
+    raw = raw[:limit]
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(raw, final=False)  # a split last character waits
+    except UnicodeDecodeError:
+        parse._decode(raw, first_line=None, what="body", path=Path(skill_md))  # raises the usual error
+        raise
+    left = size - parsed.body_offset - len(text.encode("utf-8"))
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip(), f"{left:,} bytes"
 
 
 def _is_file(path: Path) -> bool:

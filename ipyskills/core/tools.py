@@ -8,6 +8,13 @@ Two tools, with the names and parameters of WeKnora's design so an agent written
 - `execute_skill_script(skill_name, script_path, args?, input?)`: runs a bundled script in the sandbox;
   `args` is a list of strings, `input` becomes the script's stdin. The model gets a run report.
 
+Framing: whatever a script prints or a skill file holds, a tool result has exactly one opening and one
+closing tag of its block (`<script_result>`, `<skill_content>`, `<skill_resource>`) and of each section
+(`<stdout>`, `<stderr>`, `<artifacts>`, `<skill_resources>`): text placed inside is passed through
+`prompt.neutralise`, which writes the `<` of any look-alike of those tags as `&lt;`, and every part of the
+frame is capped on its own, so no cut can remove a tag. The status and exit code are in the opening tag
+and the Status line, from the result itself.
+
 `dispatch` never raises for anything a model can send: every failure comes back as a `ToolResult` whose
 text starts with "Error:" and says what was wrong and what to do next, with `is_error` set so an adapter
 can flag it (Anthropic's `is_error`). Unlike WeKnora, a guard block names the rule and the line.
@@ -29,6 +36,7 @@ from html import escape
 from typing import Any
 
 from ..errors import ConfigError, GuardBlocked, ResourceError, SandboxError, SkillError, SkillNotFound
+from .prompt import LEVEL2_CAP, neutralise
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +47,7 @@ FORMATS = ("openai", "anthropic")
 
 # What one tool result may hold, in characters. Agent harnesses commonly cut tool output somewhere in the
 # 10-30K range; we cut first, visibly, keeping the start and the end.
-DEFAULT_OUTPUT_CAP = 30_000
+DEFAULT_OUTPUT_CAP = LEVEL2_CAP  # the same cap as level-2 text, so read_skill shows what `load` shows
 CUT_MARK = "\n[ipyskills: {cut} characters cut here; a tool result is capped at {cap} characters]\n"
 # Frontmatter key (a widely used extension) by which an author keeps a skill away from the model.
 NO_MODEL_KEY = "disable-model-invocation"
@@ -270,11 +278,15 @@ def _json_type(value: Any) -> str:
 def run_report(result, cap: int = DEFAULT_OUTPUT_CAP) -> str:
     """The text a model gets for one `ExecuteResult`: a status, then stdout, stderr and artifacts.
 
-    Standard output and error share what the cap leaves after the frame; each keeps its start and end.
+    Every text that comes from the run (output, arguments, notices, findings, file names) is neutralised
+    (`prompt.neutralise`), so the block and each section have exactly one opening and one closing tag.
+    The head and the artifact listing are each capped to a quarter of `cap`; standard output and error
+    share what is left, each keeping its start and end.
     """
-    attrs = (f'skill="{escape(result.skill)}" script="{escape(result.script)}" '
+    attrs = (f'skill="{escape(_short(result.skill, 200))}" script="{escape(_short(result.script, 300))}" '
              f'exit_code="{result.exit_code if result.exit_code is not None else "none"}"')
-    head = [f"<script_result {attrs}>", f"Status: {_status(result)}"]
+    opening = f"<script_result {attrs}>"
+    head = [f"Status: {_status(result)}"]
     if result.args:
         head.append("Arguments: " + json.dumps(list(result.args), ensure_ascii=False))
     head.append(f"Backend: {result.backend or 'unknown'}" + (f" ({result.isolation})" if result.isolation else ""))
@@ -282,15 +294,23 @@ def run_report(result, cap: int = DEFAULT_OUTPUT_CAP) -> str:
         head.append(f"Notice: {result.notice}")
     for finding in result.findings:
         head.append(f"Guard warning: {finding}")
+    quarter = max(cap // 4, 200)
+    head_text = cap_text(neutralise("\n".join(head)), quarter, result_cap=cap)
     tail = []
-    if result.artifacts:
-        tail.append("<artifacts>")
-        tail += [f'  <file size="{a.size}">{escape(a.path)}</file>' for a in result.artifacts]
-        tail.append("</artifacts>")
+    notes = [neutralise(n) for n in getattr(result, "artifact_notes", lambda: [])()]
+    if result.artifacts or notes:
+        listing = [f'  <file size="{a.size}">{escape(_short(a.path, 300))}</file>' for a in result.artifacts]
+        listing += [f"  Note: {n}" for n in notes]
+        while listing and len("\n".join(listing)) > quarter:  # whole lines only: no tag is ever cut
+            listing = listing[:len(listing) // 2] + [f"  [ipyskills: {len(result.artifacts)} files listed in all; "
+                                                       "the rest of this list was cut]"]
+            if len(listing) <= 2:
+                break
+        tail += ["<artifacts>", *listing, "</artifacts>"]
     tail.append("</script_result>")
 
-    streams = [("stdout", result.stdout or ""), ("stderr", result.stderr or "")]
-    frame = len("\n".join(head + tail)) + sum(len(f"\n<{n}>\n\n</{n}>") for n, _ in streams)
+    streams = [("stdout", neutralise(result.stdout or "")), ("stderr", neutralise(result.stderr or ""))]
+    frame = len("\n".join([opening, head_text, *tail])) + sum(len(f"\n<{n}>\n\n</{n}>") for n, _ in streams)
     budget = max(cap - frame, 0)
     sizes = _share(budget, [len(text) for _, text in streams])
     body = []
@@ -301,7 +321,12 @@ def run_report(result, cap: int = DEFAULT_OUTPUT_CAP) -> str:
         text = cap_text(text, size, result_cap=cap)
         end = "" if text.endswith("\n") else "\n"
         body.append(f"<{tag}>\n{text}{end}</{tag}>")
-    return cap_text("\n".join(head + body + tail), cap)  # the frame alone can only overflow on absurd args
+    return "\n".join([opening, head_text, *body, *tail])
+
+
+def _short(text: str, limit: int) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _share(budget: int, lengths: list[int]) -> list[int]:
@@ -532,7 +557,10 @@ class AgentView:
             return ToolResult(READ_SKILL, already_active_note(name))
         locator = name if path is None else f"{name}/{path}"
         try:
-            text = str(self.registry.load(locator))
+            loaded = self.registry.load(locator)
+            text = str(loaded)  # exactly what `load` and the CLI show, when it fits this view's cap
+            if len(text) > self.output_cap and hasattr(loaded, "render"):
+                text = loaded.render(self.output_cap)  # cut inside the block, so its tags stay whole
         except ResourceError as exc:
             return _error(READ_SKILL, "resource", f"cannot read {locator!r}: {exc}")
         except SkillNotFound:
@@ -541,7 +569,7 @@ class AgentView:
             return _error(READ_SKILL, "skill", f"cannot load skill {name!r}: {exc}")
         if activation and self.tracker and text.startswith("<skill_content"):
             self.tracker.activate(name)
-        return ToolResult(READ_SKILL, cap_text(text, self.output_cap))
+        return ToolResult(READ_SKILL, text)
 
     def _execute(self, args: dict) -> ToolResult:
         located = self._locate(EXECUTE_SKILL_SCRIPT, args, "script_path")

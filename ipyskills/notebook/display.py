@@ -395,6 +395,9 @@ def result_bundle(result) -> dict:
         items = "".join(artifact_html(a) for a in result.artifacts)
         parts.append(details(f"artifacts ({len(result.artifacts)})", f"<ul>{items}</ul>", open_=True))
         text += ["--- artifacts", *(f"  {a.path} ({a.mime}, {a.size} bytes)" for a in result.artifacts)]
+    for note in result.artifact_notes():
+        parts.append(f'<div style="color:{_STATUS_COLOUR["warnings"]}">{esc(note)}</div>')
+        text.append(note)
     return {"text/plain": "\n".join(text), "text/html": wrap("".join(parts))}
 
 

@@ -37,7 +37,7 @@ from ..errors import SandboxError
 from ..settings import DEFAULT_IMAGE
 from . import docker_client
 from .policy import Limits
-from .result import Artifact, ExecuteResult, OutputBuffer, printable_path
+from .result import Artifact, ExecuteResult, OutputBuffer, artifacts_note, printable_path
 
 LABEL = "ipyskills.sandbox"
 LABEL_PID = "ipyskills.pid"
@@ -52,7 +52,19 @@ SKILL_COPY_CAP = 64 * 1024**2  # a skill copied to a remote engine lives in a tm
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".ipynb_checkpoints"}
 POOLED_SKILL_TMPFS = 2 * SKILL_COPY_CAP + 1024**2  # a pooled container does not know its skill's size yet
 IMAGE_CHECK_TTL = 60.0  # seconds a positive image check is trusted (a failed create also clears it)
+DEADLINE_GRACE = 2.0  # the launcher ends a run this long after the host's timeout, if the host has not
+SHM_SIZE = 16 * 1024**2  # /dev/shm: a small noexec tmpfs (charged to the container's memory)
+SECCOMP_PROFILE = Path(__file__).parent / "seccomp.json"  # passed on every run (see the file's comment)
 _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
+_seccomp_json: str | None = None
+
+
+def seccomp_profile() -> str:
+    """The shipped seccomp profile as compact JSON (the engine API takes the profile's content)."""
+    global _seccomp_json
+    if _seccomp_json is None:
+        _seccomp_json = json.dumps(json.loads(SECCOMP_PROFILE.read_text()), separators=(",", ":"))
+    return _seccomp_json
 
 _live: dict[str, object] = {}  # container id -> client, for the atexit sweep
 _live_lock = threading.Lock()
@@ -128,6 +140,7 @@ class DockerBackend:
     def run(self, request) -> ExecuteResult:
         limits: Limits = request.limits
         argv = request.argv  # raises SandboxError for an unknown interpreter before anything starts
+        check_stdin_size(request.stdin, limits)
         client = self.client()
         client.api.timeout = max(docker_client.DEFAULT_TIMEOUT, int(limits.timeout) + 30)
         image = request.image or self.image
@@ -153,8 +166,10 @@ class DockerBackend:
             "cwd": WORKDIR, "stdin": len(request.stdin), "skill_tar": len(skill_tar), "output": OUTPUT_DIR,
             "home_seed": HOME_SEED, "marker": marker,
             "artifact_cap": limits.artifact_cap, "artifact_files": limits.artifact_files,
+            "deadline": limits.timeout + DEADLINE_GRACE,
         }
-        payload = json.dumps(job).encode() + b"\n" + skill_tar + bytes(request.stdin)
+        # Sent part by part: stdin (up to limits.stdin_cap) is never copied into a joined payload.
+        payload = [json.dumps(job).encode() + b"\n", skill_tar, request.stdin]
         container_id = warm.id if warm is not None else None
         try:
             if warm is not None:
@@ -188,7 +203,7 @@ class DockerBackend:
             return not docker_client.is_local(client)
         return self.skill_transfer == "copy"
 
-    def _exchange(self, client, container_id: str, sock, payload: bytes, marker: bytes, limits: Limits,
+    def _exchange(self, client, container_id: str, sock, payload: list, marker: bytes, limits: Limits,
                   started: float) -> ExecuteResult:
         """Send the job to the launcher, read the output and the report until the deadline."""
         import docker.errors
@@ -206,6 +221,8 @@ class DockerBackend:
             with contextlib.suppress(OSError):
                 sock.close()
         summary = reader.summary()
+        if summary.get("deadline") is True:  # the launcher's own deadline ended the run first
+            timed_out = True
         if timed_out:
             _remove(client, container_id)  # host-enforced: kill and remove right away
             exit_code, oom = None, False
@@ -214,20 +231,32 @@ class DockerBackend:
             kills = summary.get("oom_kills")
             oom = kills > 0 if isinstance(kills, int) else (exit_code == 137 and summary.get("signal") == 9)
         else:  # the launcher never reported (e.g. it was killed): ask the engine
+            state = {}
             try:
-                exit_status = client.api.wait(container_id, timeout=max(5, int(deadline - time.monotonic()) + 5))
-                state = client.api.inspect_container(container_id).get("State", {})
+                # The container removes itself once it stops (AutoRemove): wait for that, and inspect it
+                # only while it is still there.
+                with contextlib.suppress(docker.errors.NotFound):
+                    state = client.api.inspect_container(container_id).get("State", {})
+                try:
+                    exit_status = client.api.wait(container_id, timeout=max(5, int(deadline - time.monotonic()) + 5),
+                                                  condition="removed")
+                except docker.errors.NotFound:
+                    exit_status = {}
             except (docker.errors.APIError, *docker_client.engine_errors()) as exc:
                 raise SandboxError(f"lost contact with the sandbox container: {docker_client.short(exc)}")
-            exit_code = exit_status.get("StatusCode", state.get("ExitCode"))
+            exit_code = exit_status.get("StatusCode", state.get("ExitCode") if not state.get("Running") else None)
             oom = bool(state.get("OOMKilled")) or (exit_code == 137 and summary.get("signal") in (9, None))
+        artifacts = reader.artifacts(limits)
+        error = summary.get("artifacts_error")
         return ExecuteResult(
             exit_code=exit_code,
             stdout=stdout.text(), stderr=stderr.text(),
             duration_ms=summary.get("duration_ms") or wall_ms,
             timed_out=timed_out, oom_killed=oom and not timed_out,
             stdout_truncated=stdout.truncated, stderr_truncated=stderr.truncated,
-            backend=self.name, artifacts=reader.artifacts(limits),
+            backend=self.name, artifacts=artifacts,
+            artifacts_truncated=bool(reader.artifacts_note or error), artifacts_note=reader.artifacts_note,
+            artifacts_error=str(error)[:500] if error else "",
         )
 
 
@@ -299,17 +328,23 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
     try:
         # The low-level call: the high-level one inspects the new container again, a wasted round trip.
         host_config = api.create_host_config(
-            cap_drop=["ALL"], security_opt=["no-new-privileges:true"], read_only=True,
+            cap_drop=["ALL"], security_opt=["no-new-privileges:true", f"seccomp={seccomp_profile()}"],
+            read_only=True, shm_size=SHM_SIZE,
+            # The container removes itself when it stops, so a run whose owner died (the launcher then
+            # exits: stdin closed, or its deadline passed) leaves nothing behind.
+            auto_remove=True,
             tmpfs=tmpfs, mounts=mounts or None,
             network_mode="bridge" if limits.network else "none",
             mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
             nano_cpus=int(limits.cpus * 1e9), ipc_mode="private",
             log_config=LogConfig(type="none"),  # output is read live; the engine keeps none of it
         )
-        created = api.create_container(
+        config = api.create_container_config(
             image, command=command, user=f"{UID}:{UID}", working_dir=WORKDIR, environment={},
             stdin_open=True, tty=False, detach=True, labels=labels, host_config=host_config,
         )
+        config["StdinOnce"] = True  # the container's stdin closes when the owner's attach stream does
+        created = api.create_container_from_config(config)
         container_id = created["Id"]
     except docker.errors.ImageNotFound:
         with _live_lock:
@@ -370,7 +405,8 @@ def isolation_line(limits: Limits, copy: bool, pooled: bool = False) -> str:
     where = "docker (warm pool)" if pooled else "docker"
     return (f"{where}: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
             f"{limits.memory // 1024**2} MiB (no swap), {limits.pids} pids, {limits.cpus:g} CPU, "
-            f"/tmp noexec {limits.tmp_size // 1024**2} MiB, {skill}")
+            f"/tmp noexec {limits.tmp_size // 1024**2} MiB, /dev/shm noexec {SHM_SIZE // 1024**2} MiB, "
+            f"seccomp ipyskills profile, ends itself {DEADLINE_GRACE:g} s after the timeout, {skill}")
 
 
 def output_size(limits: Limits) -> int:
@@ -383,9 +419,18 @@ def trailer_cap(limits: Limits) -> int:
     return limits.artifact_cap + limits.artifact_files * 2048 + 1024**2
 
 
-def _send(raw, payload: bytes) -> None:
+def check_stdin_size(stdin, limits: Limits) -> None:
+    if len(stdin) > limits.stdin_cap:
+        raise SandboxError(f"stdin is {len(stdin):,} bytes, over the {limits.stdin_cap:,} byte cap for one run; "
+                           "write large data to a file the skill reads, or raise stdin_cap (Settings.stdin_cap, "
+                           "IPYSKILLS_STDIN_CAP)")
+
+
+def _send(raw, payload) -> None:
     try:
-        raw.sendall(payload)
+        for part in payload:
+            if len(part):
+                raw.sendall(part)
     except OSError:
         pass  # the container ended before reading everything (e.g. the script exited early)
 
@@ -429,6 +474,7 @@ class _StreamReader:
         self.trailer_done = False
         self.trailer_overflow = False
         self._tail = b""  # the last bytes of an overflowing trailer, where its end marker may start
+        self.artifacts_note = ""  # set by artifacts(): what was left out and why
 
     @property
     def complete(self) -> bool:
@@ -514,7 +560,16 @@ class _StreamReader:
         return data if isinstance(data, dict) else {}
 
     def artifacts(self, limits: Limits) -> list[Artifact]:
-        listed = self.summary().get("files") or []
+        summary = self.summary()
+        listed = summary.get("files") or []
+        omitted = summary.get("omitted") if isinstance(summary.get("omitted"), dict) else {}
+        omitted = dict(omitted)
+        if len(listed) > limits.artifact_files:
+            omitted["more_files"] = omitted.get("more_files", 0) + len(listed) - limits.artifact_files
+        if self.trailer_overflow:
+            omitted["overflow_files"] = sum(1 for e in listed if isinstance(e, dict) and e.get("returned"))
+        self.artifacts_note = artifacts_note(omitted, files_cap=limits.artifact_files,
+                                             bytes_cap=limits.artifact_cap)
         if not listed:
             return []
         body = bytes(self.trailer).partition(b"\n")[2]
@@ -573,6 +628,7 @@ def tar_skill(root: Path) -> bytes:
 
 
 _TAR_CACHE_ENTRIES = 8
+TAR_CACHE_BYTES = 96 * 1024**2  # the cached tars together hold at most this much; larger ones are not kept
 _tar_cache: OrderedDict[Path, tuple[tuple, bytes]] = OrderedDict()  # root -> (signature, tar)
 _tar_cache_lock = threading.Lock()
 
@@ -590,11 +646,17 @@ def cached_skill_tar(root: Path) -> bytes:
             return hit[1]
     data = tar_skill(root)
     with _tar_cache_lock:
-        _tar_cache[root] = (signature, data)
-        _tar_cache.move_to_end(root)
-        while len(_tar_cache) > _TAR_CACHE_ENTRIES:
+        _tar_cache.pop(root, None)
+        if len(data) <= TAR_CACHE_BYTES:
+            _tar_cache[root] = (signature, data)
+        while len(_tar_cache) > _TAR_CACHE_ENTRIES or tar_cache_bytes() > TAR_CACHE_BYTES:
             _tar_cache.popitem(last=False)
     return data
+
+
+def tar_cache_bytes() -> int:
+    """Bytes the skill tar cache holds now."""
+    return sum(len(data) for _sig, data in _tar_cache.values())
 
 
 def _remove(client, container_id: str) -> bool:

@@ -5,18 +5,27 @@ command, so it must only use the standard library of the image's Python (3.8 or 
 
 Protocol (host -> container, on stdin):
     one JSON line {"argv", "env", "cwd", "stdin", "skill_tar", "output", "home_seed", "marker",
-                   "artifact_cap", "artifact_files"}
+                   "artifact_cap", "artifact_files", "deadline"}
     then `skill_tar` bytes (a tar of the skill when it is copied instead of mounted), then `stdin` bytes.
 Container -> host: the script writes straight to the container's stdout/stderr (the launcher copies
 nothing). When it has exited, every other process is killed, and the launcher writes the marker to stderr
 (everything the script wrote to stderr came before it), then to stdout:
     marker, one JSON line {"exit", "signal", "duration_ms", "oom_kills", "files": [{"path", "size",
-    "returned"}]}, then a tar of the returned output files, then the marker again.
+    "returned"}], "omitted": {...}, "artifacts_error", "deadline"}, then a tar of the returned output
+    files, then the marker again. `omitted` counts what the listing left out and why (files past the file
+    cap, files over the byte cap, folders past the depth cap, a walk stopped by its entry cap, unreadable
+    files); `artifacts_error` is set when collecting the files failed (the exit code stays the script's).
 So the host knows the run is over as soon as both markers have arrived, without waiting for the container
 to stop. The marker is random per run and only known to the host and this process (which is made
 non-dumpable), so a script cannot end its own output early. `oom_kills` counts the kernel's out-of-memory
 kills in the container's cgroup (None when the cgroup files are not visible). The container's exit code is
 the script's (128+N for a signal), so the host can fall back to it when the report never comes.
+
+The launcher cannot be signalled by the script: it ignores every signal it can (a no-op handler, which
+exec resets, so the script starts with default dispositions). It enforces the run's own deadline
+(`deadline`: the host's timeout plus a grace) and, once the job has arrived, watches its stdin: when the
+host's attach stream closes (the owner died; the container is created with StdinOnce), or the deadline
+passes, it kills everything and exits, and the engine removes the container (AutoRemove).
 
 A pooled container starts the launcher ahead of time; `--idle-exit SECONDS` makes it give up and exit if
 no job arrives in that time (so a container whose owner died does not wait forever).
@@ -31,6 +40,31 @@ import sys
 import time
 
 CHUNK = 65536
+WALK_DEPTH = 32  # folders below $IPYSKILLS_OUTPUT walked at most this deep
+WALK_ENTRIES = 100000  # directory entries looked at, at most, while listing the output folder
+_SYNCHRONOUS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGSYS", "SIGABRT")
+
+
+def _ignore(_signum, _frame):
+    return None
+
+
+def ignore_signals():
+    """Ignore every signal that can be ignored. A Python no-op handler, not SIG_IGN, because exec resets
+    handlers (the script starts with default dispositions) but keeps SIG_IGN. Fault signals stay at their
+    default: raised by a real fault they must end the process, and sent by another process in the
+    container they are dropped by the kernel (pid 1 of a pid namespace gets no default-action signal from
+    inside it). SIGCHLD keeps its default so children can be waited for; SIGPIPE stays ignored (Python's
+    own setting; subprocess restores it for the child)."""
+    skip = {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGPIPE}
+    skip |= {getattr(signal, name) for name in _SYNCHRONOUS if hasattr(signal, name)}
+    for sig in signal.valid_signals():
+        if sig in skip:
+            continue
+        try:
+            signal.signal(sig, _ignore)
+        except (OSError, ValueError, RuntimeError):
+            continue  # e.g. signals reserved by the C library
 
 
 def read_exact(fd, n):
@@ -118,7 +152,9 @@ def seed_home(src, home):
         pass
 
 
-def feed_stdin(src_fd, size, proc):
+def feed_stdin(src_fd, size, proc, wake_fd):
+    """Copy the job's stdin bytes to the script, then keep reading our stdin: end of file there means the
+    host's attach stream closed (its owner is gone), and the main thread is woken to end the run."""
     left = size
     try:
         while left > 0:
@@ -127,12 +163,51 @@ def feed_stdin(src_fd, size, proc):
                 break
             left -= len(piece)
             proc.stdin.write(piece)
-    except BrokenPipeError:
+    except (BrokenPipeError, OSError):
         pass  # the script stopped reading; the rest is dropped, as with any pipe
     try:
         proc.stdin.close()
-    except BrokenPipeError:
+    except (BrokenPipeError, OSError):
         pass
+    try:
+        while left > 0:  # what the script did not read is still on its way: drain it
+            piece = os.read(src_fd, min(CHUNK, left))
+            if not piece:
+                break
+            left -= len(piece)
+        while os.read(src_fd, CHUNK):
+            pass  # nothing more is ever sent; only the end of the stream matters
+    except OSError:
+        pass
+    _wake(wake_fd, b"h")
+
+
+def wait_child(proc, wake_fd):
+    proc.wait()
+    _wake(wake_fd, b"x")
+
+
+def _wake(fd, what):
+    try:
+        os.write(fd, what)
+    except OSError:
+        pass
+
+
+def wait_for_end(wake_fd, deadline):
+    """'exit' when the script exited, 'host' when the host went away, 'deadline' when time ran out."""
+    seen = b""
+    while True:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return "deadline"
+        ready = select.select([wake_fd], [], [], remaining)[0]
+        if ready:
+            seen += os.read(wake_fd, 16)
+        if b"x" in seen:
+            return "exit"
+        if b"h" in seen:
+            return "host"
 
 
 def kill_everything_else():
@@ -153,20 +228,71 @@ def kill_everything_else():
 
 
 def list_outputs(root, cap, max_files):
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            if stat.S_ISREG(st.st_mode):  # symlinks and devices are never returned
-                found.append((os.path.relpath(full, root).replace(os.sep, "/"), full, st.st_size))
+    """The output files in a stable order (files of a folder, then its subfolders, by name), walked without
+    recursion: (files, omitted). `files` holds at most `max_files` entries with `returned` set while the
+    byte cap allows; `omitted` counts what was left out and why. Hard links are the files they are."""
     files, total = [], 0
-    for rel, full, size in found[:max_files]:
-        returned = total + size <= cap
-        total += size if returned else 0
-        files.append({"path": rel, "size": size, "returned": returned, "full": full})
-    return files
+    omitted = {"more_files": 0, "more_bytes": 0, "over_cap_files": 0, "over_cap_bytes": 0,
+               "deep_folders": 0, "walk_stopped": False, "unreadable": 0, "depth_cap": WALK_DEPTH,
+               "walk_cap": WALK_ENTRIES}
+    visited = 0
+    stack = [(root, "", 0)]
+    while stack:
+        folder, prefix, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            omitted["unreadable"] += 1
+            continue
+        subfolders = []
+        for entry in entries:
+            visited += 1
+            if visited > WALK_ENTRIES:
+                omitted["walk_stopped"] = True
+                return files, omitted
+            rel = prefix + entry.name
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                omitted["unreadable"] += 1
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if depth + 1 > WALK_DEPTH:
+                    omitted["deep_folders"] += 1
+                else:
+                    subfolders.append((entry.path, rel + "/", depth + 1))
+                continue
+            if not stat.S_ISREG(st.st_mode):  # symlinks and devices are never returned
+                continue
+            if len(files) >= max_files:
+                omitted["more_files"] += 1
+                omitted["more_bytes"] += st.st_size
+                continue
+            returned = total + st.st_size <= cap
+            if returned:
+                total += st.st_size
+            else:
+                omitted["over_cap_files"] += 1
+                omitted["over_cap_bytes"] += st.st_size
+            files.append({"path": rel, "size": st.st_size, "returned": returned, "full": entry.path})
+        stack.extend(reversed(subfolders))
+    return files, omitted
+
+
+def open_returned(files, omitted):
+    """Open each returned file now (no link followed), so a file that cannot be read is reported as not
+    returned in the listing, and the tar that follows holds exactly what the listing says."""
+    for f in files:
+        if not f["returned"]:
+            continue
+        try:
+            fd = os.open(f["full"], os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            f["returned"] = False
+            omitted["unreadable"] += 1
+            continue
+        f["fd"] = fd
 
 
 def write_all(fd, data):
@@ -198,31 +324,68 @@ def oom_kills():
     return None
 
 
-def send_trailer(job, exit_code, sig, duration_ms):
+def send_trailer(job, exit_code, sig, duration_ms, deadline=False):
+    """The report after the marker. Whatever goes wrong while collecting the output files is reported
+    in `artifacts_error`; it never changes the script's exit code, stdout or stderr."""
     import tarfile
 
+    files, omitted, error = [], {}, None
+    if job.get("output") and not deadline:
+        try:
+            files, omitted = list_outputs(job["output"], job["artifact_cap"], job["artifact_files"])
+            open_returned(files, omitted)
+        except BaseException as exc:  # noqa: BLE001 - nothing may take the script's result down
+            files, error = [f for f in files if "fd" in f], f"{type(exc).__name__}: {exc}"[:500]
+    try:
+        kills = oom_kills()
+    except BaseException:  # noqa: BLE001
+        kills = None
+    summary = {"exit": exit_code, "signal": sig, "duration_ms": duration_ms, "oom_kills": kills,
+               "files": [{k: f[k] for k in ("path", "size", "returned")} for f in files],
+               "omitted": omitted, "artifacts_error": error, "deadline": deadline}
     marker = job["marker"].encode()
     write_all(2, marker)
-    files = list_outputs(job["output"], job["artifact_cap"], job["artifact_files"]) if job.get("output") else []
-    summary = {"exit": exit_code, "signal": sig, "duration_ms": duration_ms, "oom_kills": oom_kills(),
-               "files": [{k: f[k] for k in ("path", "size", "returned")} for f in files]}
     write_all(1, marker + json.dumps(summary).encode() + b"\n")
     with tarfile.open(fileobj=FdWriter(1), mode="w|", format=tarfile.PAX_FORMAT) as tar:
         for f in files:
-            if f["returned"]:
-                try:
-                    tar.add(f["full"], arcname=f["path"], recursive=False)
-                except OSError:
-                    pass
+            fd = f.pop("fd", None)
+            if fd is None:
+                continue
+            with os.fdopen(fd, "rb") as fh:
+                info = tarfile.TarInfo(f["path"])
+                info.size, info.mode, info.type = f["size"], 0o644, tarfile.REGTYPE
+                tar.addfile(info, _Exactly(fh, f["size"]))
     write_all(1, marker)
+
+
+class _Exactly:
+    """A file read as exactly `size` bytes (zero-padded if it shrank), so the tar stays well-formed."""
+
+    def __init__(self, fh, size):
+        self.fh, self.left = fh, size
+
+    def read(self, n=-1):
+        n = self.left if n is None or n < 0 else min(n, self.left)
+        data = b""
+        if n:
+            try:
+                data = self.fh.read(n)
+            except OSError:
+                data = b""
+            data += b"\0" * (n - len(data))
+        self.left -= len(data)
+        return data
 
 
 def main():
     import subprocess
+    import threading
 
+    ignore_signals()
     hide_from_other_processes()
     wait_for_job(0, idle_exit_from(sys.argv))
     job = read_header(0)
+    deadline = time.monotonic() + float(job["deadline"]) if job.get("deadline") else None
     if job.get("skill_tar"):
         unpack_skill(0, job["skill_tar"], job["cwd"])
     env = dict(os.environ)  # the image's environment only; the host's never reaches the container
@@ -236,13 +399,29 @@ def main():
         sys.stderr.flush()
         exit_code, sig = 127, 0
     else:
-        feed_stdin(0, job["stdin"], proc)
-        rc = proc.wait()
+        wake_r, wake_w = os.pipe()
+        threading.Thread(target=feed_stdin, args=(0, job["stdin"], proc, wake_w), daemon=True).start()
+        threading.Thread(target=wait_child, args=(proc, wake_w), daemon=True).start()
+        why = wait_for_end(wake_r, deadline)
+        if why != "exit":
+            kill_everything_else()  # the script and all it started
+            if why == "host":
+                os._exit(125)  # nobody is reading; the engine removes the container
+            duration_ms = (time.monotonic() - started) * 1000.0
+            try:
+                send_trailer(job, None, 9, duration_ms, deadline=True)
+            except BaseException:  # noqa: BLE001
+                pass
+            os._exit(124)
+        rc = proc.returncode
         exit_code, sig = (rc, 0) if rc >= 0 else (128 - rc, -rc)
     duration_ms = (time.monotonic() - started) * 1000.0
-    kill_everything_else()
-    send_trailer(job, exit_code, sig, duration_ms)
-    return exit_code
+    try:
+        kill_everything_else()
+        send_trailer(job, exit_code, sig, duration_ms)
+    except BaseException:  # noqa: BLE001 - the exit code stays the script's whatever happens here
+        pass
+    os._exit(exit_code)
 
 
 if __name__ == "__main__":

@@ -43,13 +43,14 @@ class Limits:
     output_cap: int = 1024 * 1024  # bytes kept of stdout and of stderr, each
     artifact_cap: int = 16 * 1024**2  # total bytes of output files returned
     artifact_files: int = 100  # output files returned at most
+    stdin_cap: int = 32 * 1024**2  # bytes of stdin one run may be given (a SandboxError past it)
 
     def __post_init__(self):
         if not isinstance(self.timeout, (int, float)) or isinstance(self.timeout, bool) or not self.timeout > 0:
             raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         if self.timeout > 24 * 3600:
             raise ConfigError(f"timeout must be at most one day (86400 s), got {self.timeout!r}")
-        for name in ("memory", "tmp_size", "output_cap", "artifact_cap"):
+        for name in ("memory", "tmp_size", "output_cap", "artifact_cap", "stdin_cap"):
             object.__setattr__(self, name, parse_size(getattr(self, name), name))
         if self.memory < 6 * 1024**2:
             raise ConfigError(f"memory must be at least 6m (Docker's minimum), got {self.memory} bytes")
@@ -64,7 +65,8 @@ class Limits:
 
     @classmethod
     def from_settings(cls, settings, **overrides) -> Limits:
-        base = {name: getattr(settings, name) for name in ("timeout", "memory", "pids", "cpus", "network", "output_cap")}
+        base = {name: getattr(settings, name) for name in ("timeout", "memory", "pids", "cpus", "network", "output_cap",
+                                                       "stdin_cap")}
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 

@@ -36,6 +36,44 @@ class OutputBuffer:
         return body
 
 
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def artifacts_note(omitted: dict, *, files_cap: int, bytes_cap: int) -> str:
+    """One sentence per reason output files were left out, from a listing's `omitted` counts."""
+    def count(key):
+        value = omitted.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+    parts = []
+    if count("more_files"):
+        n = count("more_files")
+        parts.append(f"{n:,} more file{'s' if n != 1 else ''} ({_size(count('more_bytes'))}) not returned: "
+                     f"file cap {files_cap}")
+    if count("over_cap_files"):
+        n = count("over_cap_files")
+        parts.append(f"{n:,} file{'s' if n != 1 else ''} ({_size(count('over_cap_bytes'))}) listed but not "
+                     f"returned: byte cap {_size(bytes_cap)}")
+    if count("deep_folders"):
+        n = count("deep_folders")
+        parts.append(f"{n:,} folder{'s' if n != 1 else ''} deeper than {count('depth_cap') or '?'} levels not "
+                     "looked into: depth cap")
+    if omitted.get("walk_stopped") is True:
+        parts.append(f"listing stopped after {count('walk_cap') or '?':,} entries: walk cap; more files may "
+                     "exist")
+    if count("unreadable"):
+        n = count("unreadable")
+        parts.append(f"{n:,} file{'s' if n != 1 else ''} or folder{'s' if n != 1 else ''} could not be read")
+    if count("overflow_files"):
+        n = count("overflow_files")
+        parts.append(f"{n:,} file{'s' if n != 1 else ''} not returned: the report exceeded its size cap")
+    return "; ".join(parts)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One guard finding: which rule fired, how bad it is, and where."""
@@ -94,6 +132,12 @@ class ExecuteResult:
     notice: str = ""  # e.g. why `auto` picked the local backend
     artifacts: list[Artifact] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # Output files left out: `artifacts_truncated` is set and `artifacts_note` says how many and why
+    # (file cap, byte cap, depth cap, ...); `artifacts_error` says why collecting them failed, if it did.
+    # Neither changes exit_code, stdout or stderr.
+    artifacts_truncated: bool = False
+    artifacts_note: str = ""
+    artifacts_error: str = ""
     skill: str = ""
     script: str = ""
     args: list[str] = field(default_factory=list)
@@ -129,6 +173,9 @@ class ExecuteResult:
             "isolation": self.isolation,
             "notice": self.notice,
             "artifacts": [a.to_dict() for a in self.artifacts],
+            "artifacts_truncated": self.artifacts_truncated,
+            "artifacts_note": self.artifacts_note,
+            "artifacts_error": self.artifacts_error,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -142,7 +189,18 @@ class ExecuteResult:
         parts.append(f"{self.duration_ms:.0f} ms")
         if self.truncated:
             parts.append("output truncated")
+        if self.artifacts_truncated or self.artifacts_error:
+            parts.append("artifacts incomplete")
         return " · ".join(parts)
+
+    def artifact_notes(self) -> list[str]:
+        """What every rendering says about output files that did not come back (empty when all did)."""
+        notes = []
+        if self.artifacts_note:
+            notes.append(f"artifacts: {self.artifacts_note}")
+        if self.artifacts_error:
+            notes.append(f"artifacts could not all be collected: {self.artifacts_error}")
+        return notes
 
     def __str__(self) -> str:
         return self.status_line()

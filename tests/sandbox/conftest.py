@@ -39,10 +39,22 @@ def no_container_left(request):
     if "ipyskills.sandbox.pool" in sys.modules:  # a warm pool holds containers on purpose: empty it first
         sys.modules["ipyskills.sandbox.pool"].drain_all()
     assert flush_removals(timeout=30), "finished runs' containers were not removed within 30 s"
+    import time
+
+    import docker.errors
+
     client = request.getfixturevalue("docker_backend").client()
-    left = client.containers.list(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
+    ours = {"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]}
+    deadline = time.monotonic() + 10  # a stopped container removes itself (AutoRemove): give it a moment
+    left = client.containers.list(all=True, filters=ours, ignore_removed=True)
+    while left and time.monotonic() < deadline and all(c.status not in ("running", "created") for c in left):
+        time.sleep(0.1)
+        left = client.containers.list(all=True, filters=ours, ignore_removed=True)
     for container in left:  # remove them so one failure does not cascade into the next tests
-        container.remove(force=True)
+        try:
+            container.remove(force=True)
+        except docker.errors.APIError:
+            pass  # already being removed
     assert not left, f"sandbox containers left behind: {[c.short_id for c in left]}"
 
 

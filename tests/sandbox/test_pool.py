@@ -3,6 +3,7 @@ refilled, bypassed for other limits, drained on every way out; plus the report p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -14,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+import docker.errors as docker_errors
 import pytest
 
 from ipyskills.errors import ConfigError
@@ -302,18 +304,19 @@ def test_sandbox_cleanup_removes_a_killed_process_pool(docker_backend, skill_mak
     """, skill)
     try:
         assert proc.stdout.readline().strip() == "warm"
-        os.kill(proc.pid, signal.SIGKILL)  # no atexit: its two containers stay behind
+        os.kill(proc.pid, signal.SIGKILL)  # no atexit; the attach streams close, so the launchers exit
         proc.wait(timeout=30)
-        left = our_containers(client, pid=proc.pid, pooled=True)
-        assert len(left) == 2
-        removed = cleanup(client)
-        assert {c.short_id for c in left} <= set(removed)
+        deadline = time.monotonic() + 20  # and the containers remove themselves (AutoRemove)
+        while our_containers(client, pid=proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        cleanup(client)  # whatever is still there (none expected) is the cleanup's
         assert our_containers(client, pid=proc.pid) == []
     finally:
         if proc.poll() is None:
             proc.kill()
         for c in our_containers(client, pid=proc.pid):
-            c.remove(force=True)
+            with contextlib.suppress(docker_errors.APIError):
+                c.remove(force=True)
 
 
 @docker
@@ -322,11 +325,12 @@ def test_an_orphaned_pooled_launcher_gives_up_by_itself(docker_backend):
     container_id = create_container(client, docker_backend.image, Limits(), pooled=True, idle_exit=1)
     sock = start_attached(client, container_id)
     try:
-        status = client.api.wait(container_id, timeout=20)
-        assert status["StatusCode"] == 125  # no job within a second: the launcher exits
+        status = client.api.wait(container_id, timeout=20, condition="removed")
+        assert status["StatusCode"] == 125  # no job within a second: the launcher exits (and the container goes)
     finally:
         sock.close()
-        client.api.remove_container(container_id, force=True)
+        with contextlib.suppress(docker_errors.APIError):
+            client.api.remove_container(container_id, force=True)
         from ipyskills.sandbox import docker_backend as db
 
         db._live.pop(container_id, None)
