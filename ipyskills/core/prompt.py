@@ -40,8 +40,8 @@ TOOL_INSTRUCTIONS = (
 RELATIVE_PATHS_NOTE = "Relative paths in this skill are relative to the skill directory."
 
 LEVEL2_CAP = 30_000  # characters of a whole <skill_content> text (the agent tools' result cap too)
-BODY_CUT_MARK = ("\n\n[ipyskills: SKILL.md body cut here; {left} more of it not shown (level-2 text is capped "
-                 "at {cap} characters). Move long material into references/ files.]")
+BODY_CUT_MARK = ("\n\n[ipyskills: SKILL.md body cut here; {left} (level-2 text is capped at {cap} characters). "
+                 "Move long material into references/ files.]")
 # The tags of agent text. Text placed inside a block never contains one of them: see neutralise().
 FRAME_TAGS = ("available_skills", "skill", "name", "description", "location", "skill_content",
               "skill_resources", "skill_resource", "file", "script_result", "stdout", "stderr", "artifacts")
@@ -132,8 +132,8 @@ class SkillContent:
         return body[:keep].rstrip() + mark
 
     def _left(self, chars: int) -> str:
-        shown = f"{chars:,} characters"
-        return f"{shown} and {self.body_left} not read" if self.body_left else shown
+        shown = f"{chars:,} more characters not shown"
+        return f"{shown}, and {self.body_left} more not read" if self.body_left else shown
 
     @property
     def shown_body(self) -> str:

@@ -63,8 +63,22 @@ def details(summary: str, inner_html: str, open_: bool = False) -> str:
     return f"<details{' open' if open_ else ''}><summary>{esc(summary)}</summary>{inner_html}</details>"
 
 
+# Characters of one text rendered as HTML; a longer text shows its start and end (browsers and Markdown
+# rendering slow down badly on megabytes). The plain-text form and the objects keep everything.
+DISPLAY_TEXT_CAP = 200_000
+DISPLAY_CUT_MARK = "\n[ipyskills: {cut:,} characters not shown here; the full text is in the result object]\n"
+
+
+def display_cut(text: str, cap: int = DISPLAY_TEXT_CAP) -> str:
+    if len(text) <= cap:
+        return text
+    head = cap * 2 // 3
+    tail = cap - head
+    return text[:head] + DISPLAY_CUT_MARK.format(cut=len(text) - cap) + text[len(text) - tail:]
+
+
 def pre(text: str) -> str:
-    return f"<pre>{esc(text)}</pre>"
+    return f"<pre>{esc(display_cut(text))}</pre>"
 
 
 def markdown_html(text: str) -> str:
@@ -77,7 +91,7 @@ def markdown_html(text: str) -> str:
             return f'<span class="muted">[image: {esc(text)} ({esc(url)})]</span>'
 
     render = mistune.create_markdown(renderer=Renderer(escape=True), plugins=["table", "strikethrough"])
-    return f'<div class="md">{render(text)}</div>'
+    return f'<div class="md">{render(display_cut(text))}</div>'
 
 
 def highlight_html(text: str, filename: str) -> str:
@@ -87,6 +101,7 @@ def highlight_html(text: str, filename: str) -> str:
     from pygments.lexers import TextLexer, get_lexer_for_filename
     from pygments.util import ClassNotFound
 
+    text = display_cut(text)
     try:
         lexer = get_lexer_for_filename(filename, text)
     except ClassNotFound:
@@ -249,7 +264,7 @@ def content_bundle(content, meta=None) -> dict:
     else:
         parts.append(f'<div class="card"><b style="font-size:1.15em">{esc(content.name)}</b>'
                      f'<div class="muted"><code>{esc(getattr(content, "directory", ""))}</code></div></div>')
-    parts.append(markdown_html(content.body))
+    parts.append(markdown_html(getattr(content, "shown_body", content.body)))  # what the agent text shows
     if resources or truncated:
         parts.append(details(f"files ({len(resources)}{'+' if truncated else ''})",
                              pre("\n".join(tree_text(resources, truncated)))))
@@ -389,7 +404,8 @@ def result_bundle(result) -> dict:
         parts.append(details("stdout", pre(result.stdout), open_=True))
         text += ["--- stdout", result.stdout.rstrip("\n")]
     if result.stderr:
-        parts.append(details("stderr", f'<pre style="color:#cf222e">{esc(result.stderr)}</pre>', open_=True))
+        parts.append(details("stderr", f'<pre style="color:#cf222e">{esc(display_cut(result.stderr))}</pre>',
+                             open_=True))
         text += ["--- stderr", result.stderr.rstrip("\n")]
     if result.artifacts:
         items = "".join(artifact_html(a) for a in result.artifacts)
