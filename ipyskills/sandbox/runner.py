@@ -153,8 +153,21 @@ def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings
     _ = request.argv  # resolve the interpreter before any container starts (clear error if unknown)
     impl, notice = select_backend(backend, request.image, settings)
     use_profile(impl, request)
+    base_image = request.image
     provisioned = provision(impl, request, progress)
-    result = impl.run(request)
+    try:
+        result = impl.run(request)
+    except SandboxError as exc:
+        if not (provisioned and provisioned.image and "is not present" in str(exc)):
+            raise
+        # The dependency image was removed since this process last found it (e.g. `sandbox cleanup
+        # --images` elsewhere): provision it again, once.
+        from .provision.docker_image import forget_recent
+
+        forget_recent()
+        request.image = base_image
+        provisioned = provision(impl, request, progress)
+        result = impl.run(request)
     result.findings = list(findings)
     result.notice = " ".join(n for n in (notice, provisioned.notice() if provisioned else "", result.notice)
                              if n)

@@ -210,3 +210,26 @@ def test_cleanup_images_removes_only_what_no_skill_in_view_needs(docker_backend,
 
     with pytest.raises(docker.errors.ImageNotFound):
         client.images.get(done.image)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_dependency_image_removed_behind_the_process_is_rebuilt_not_reported_missing(docker_backend,
+                                                                                      make_skill):
+    from ipyskills.sandbox.docker_backend import flush_removals
+
+    client = docker_backend.client()
+    forget_images(client, "tabulate")
+    skill = make_skill({"requirements.txt": "tabulate==0.9.0\n", "scripts/table.py": TABLE_SCRIPT},
+                       name="table-removed")
+    reg = registry(skill)
+    assert reg.run("table-removed", "scripts/table.py", backend="docker").exit_code == 0
+    flush_removals()
+    from ipyskills.sandbox.provision import docker_image
+
+    found_recently = dict(docker_image._hits)
+    forget_images(client, "tabulate")  # as another process's `sandbox cleanup --images` would
+    docker_image._hits.update(found_recently)  # this process still believes it is there
+    again = reg.run("table-removed", "scripts/table.py", backend="docker")
+    assert again.exit_code == 0, again.stderr
+    assert "tabulate==0.9.0" in again.notice  # built again, and said so

@@ -30,7 +30,8 @@ LABEL = "ipyskills.deps"  # "1" on every derived image (what `sandbox cleanup --
 LABEL_BASE = "ipyskills.deps.base"  # the id of the image it was built FROM
 LABEL_INSTALLED = "ipyskills.deps.installed"  # JSON list of "name==version"
 SITE = "/usr/local/lib/python{version}/dist-packages"  # on the image's python3 path, after the stdlib
-HIT_TTL = 60.0  # seconds a found image is trusted without asking the engine again
+HIT_TTL = 60.0  # seconds a found image is trusted without asking the engine again (a rebuilt base image
+# is noticed after that; a removed dependency image is rebuilt at once: see runner.run)
 
 DOCKERFILE = """\
 ARG BASE
@@ -42,7 +43,7 @@ RUN (python3 -m compileall -q -j 0 %(site)s >/dev/null || true) && chmod -R a+rX
 USER 1000:1000
 """
 
-_hits: dict[tuple[str, str], tuple[float, Provisioned]] = {}  # (endpoint, request tag) -> last hit
+_hits: dict[tuple, tuple[float, Provisioned]] = {}  # (endpoint, base image, specs) -> (time, what was found)
 _building: dict[str, threading.Lock] = {}  # one build per request tag at a time, in this process
 _building_lock = threading.Lock()
 
@@ -58,6 +59,10 @@ def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, r
     import docker.errors
 
     endpoint = str(getattr(client.api, "base_url", ""))
+    recent = (endpoint, base_image, tuple(sorted(set(specs))))
+    hit = _hits.get(recent)
+    if hit is not None and time.monotonic() - hit[0] < HIT_TTL:
+        return hit[1]  # no engine call at all: a run of a provisioned skill costs what any other run does
     try:
         base_id = client.images.get(base_image).id
     except docker.errors.ImageNotFound:
@@ -66,15 +71,17 @@ def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, r
     except docker_client.engine_errors() as exc:
         raise SandboxError(f"no Docker engine answers ({docker_client.short(exc)})") from None
     alias = request_tag(base_id, specs)
-    hit = _hits.get((endpoint, alias))
-    if hit is not None and time.monotonic() - hit[0] < HIT_TTL:
-        return hit[1]
     with _lock_for(alias):
         found = _existing(client, alias)
         if found is None:
             found = _provision(client, base_image, base_id, specs, alias, base_lock, reasons, progress)
-        _hits[(endpoint, alias)] = (time.monotonic(), found)
+        _hits[recent] = (time.monotonic(), found)
         return found
+
+
+def forget_recent() -> None:
+    """Ask the engine again next time (after an image was found missing)."""
+    _hits.clear()
 
 
 def _lock_for(tag: str) -> threading.Lock:
