@@ -115,13 +115,13 @@ def test_lost_create_reply_is_found_and_removed(docker_backend, monkeypatch):
     from ipyskills.sandbox.policy import Limits
 
     client = db.docker_client.connect()
-    real = client.api.create_container
+    real = client.api.create_container_from_config
 
     def create_then_lose(*args, **kwargs):
         real(*args, **kwargs)  # the engine made it ...
         raise requests.exceptions.ConnectionError("connection reset (simulated)")  # ... the reply was lost
 
-    monkeypatch.setattr(client.api, "create_container", create_then_lose)
+    monkeypatch.setattr(client.api, "create_container_from_config", create_then_lose)
     with pytest.raises(SandboxError, match="no Docker engine answers"):
         db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
     assert db._lost, "the lost create was not recorded"
@@ -139,7 +139,7 @@ def test_unexpected_client_error_is_a_sandbox_error(docker_backend, monkeypatch)
     def broken(*args, **kwargs):
         raise AttributeError("'NoneType' object has no attribute 'qsize'")
 
-    monkeypatch.setattr(client.api, "create_container", broken)
+    monkeypatch.setattr(client.api, "create_container_from_config", broken)
     with pytest.raises(SandboxError, match="AttributeError"):
         db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
     db.heal(client)
