@@ -45,8 +45,8 @@ BODY_CUT_MARK = ("\n\n[ipyskills: SKILL.md body cut here; {left} (level-2 text i
 # The tags of agent text. Text placed inside a block never contains one of them: see neutralise().
 FRAME_TAGS = ("available_skills", "skill", "name", "description", "location", "skill_content",
               "skill_resources", "skill_resource", "file", "script_result", "stdout", "stderr", "artifacts")
-_LOOKALIKE = re.compile(r"<(?=\s*/?\s*(?:%s)(?![\w-]))" % "|".join(sorted(FRAME_TAGS, key=len, reverse=True)),
-                        re.IGNORECASE)
+_ALTERNATIVES = "|".join(sorted(FRAME_TAGS, key=len, reverse=True))
+_LOOKALIKE = re.compile(rf"<(?=\s*/?\s*(?:{_ALTERNATIVES})(?![\w-]))", re.IGNORECASE)
 
 
 def neutralise(text: str) -> str:

@@ -297,13 +297,14 @@ def run_report(result, cap: int = DEFAULT_OUTPUT_CAP) -> str:
     quarter = max(cap // 4, 200)
     head_text = cap_text(neutralise("\n".join(head)), quarter, result_cap=cap)
     tail = []
-    notes = [neutralise(n) for n in getattr(result, "artifact_notes", lambda: [])()]
+    notes = [neutralise(_short(n, 600)) for n in getattr(result, "artifact_notes", list)()]
     if result.artifacts or notes:
-        listing = [f'  <file size="{a.size}">{escape(_short(a.path, 300))}</file>' for a in result.artifacts]
-        listing += [f"  Note: {n}" for n in notes]
+        listing = [f"  Note: {n}" for n in notes]  # first: a long file list gives way, the notes stay
+        listing += [f'  <file size="{a.size}">{escape(_short(a.path, 300))}</file>' for a in result.artifacts]
         while listing and len("\n".join(listing)) > quarter:  # whole lines only: no tag is ever cut
-            listing = listing[:len(listing) // 2] + [f"  [ipyskills: {len(result.artifacts)} files listed in all; "
-                                                       "the rest of this list was cut]"]
+            cut_mark = (f"  [ipyskills: {len(result.artifacts)} files listed in all; "
+                        "the rest of this list was cut]")
+            listing = listing[:len(listing) // 2] + [cut_mark]
             if len(listing) <= 2:
                 break
         tail += ["<artifacts>", *listing, "</artifacts>"]

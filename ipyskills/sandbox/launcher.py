@@ -31,6 +31,7 @@ A pooled container starts the launcher ahead of time; `--idle-exit SECONDS` make
 no job arrives in that time (so a container whose owner died does not wait forever).
 """
 
+import contextlib
 import json
 import os
 import select
@@ -408,19 +409,15 @@ def main():
             if why == "host":
                 os._exit(125)  # nobody is reading; the engine removes the container
             duration_ms = (time.monotonic() - started) * 1000.0
-            try:
+            with contextlib.suppress(BaseException):
                 send_trailer(job, None, 9, duration_ms, deadline=True)
-            except BaseException:  # noqa: BLE001
-                pass
             os._exit(124)
         rc = proc.returncode
         exit_code, sig = (rc, 0) if rc >= 0 else (128 - rc, -rc)
     duration_ms = (time.monotonic() - started) * 1000.0
-    try:
+    with contextlib.suppress(BaseException):  # the exit code stays the script's whatever happens here
         kill_everything_else()
         send_trailer(job, exit_code, sig, duration_ms)
-    except BaseException:  # noqa: BLE001 - the exit code stays the script's whatever happens here
-        pass
     os._exit(exit_code)
 
 

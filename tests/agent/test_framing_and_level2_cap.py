@@ -139,8 +139,7 @@ def test_a_100_mib_body_is_cut_the_same_for_load_cli_dispatcher_and_notebook(tmp
     line = "Step: do the thing carefully.\n"
     with open(skill / "SKILL.md", "a") as fh:
         chunk = line * (1024**2 // len(line))
-        for _ in range(BIG // len(chunk)):
-            fh.write(chunk)
+        fh.writelines(chunk for _ in range(BIG // len(chunk)))
     reg = registry(tmp_path)
     tracemalloc.start()
     loaded = reg.load("s")
@@ -153,7 +152,7 @@ def test_a_100_mib_body_is_cut_the_same_for_load_cli_dispatcher_and_notebook(tmp
     assert text.startswith('<skill_content name="s">\nStep: do the thing') and text.endswith("</skill_content>")
     assert reg.dispatch("read_skill", {"skill_name": "s"}).text == text
     cli = subprocess.run([sys.executable, "-m", "ipyskills", "load", "--dir", str(tmp_path), "s"],
-                         capture_output=True, text=True, timeout=60,
+                         capture_output=True, text=True, timeout=60, check=False,
                          env=dict(os.environ, IPYSKILLS_BUNDLED_SKILLS="0", IPYSKILLS_DEFAULT_ROOTS="0"))
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.rstrip("\n") == text
@@ -205,8 +204,8 @@ def test_a_skill_folder_that_is_a_link_still_loads(tmp_path):
 
 
 def test_the_notebook_renders_megabytes_of_output_quickly():
-    from ipyskills.notebook.display import resource_bundle, result_bundle
     from ipyskills.core.prompt import SkillResource
+    from ipyskills.notebook.display import resource_bundle, result_bundle
 
     big = ("line of output with <b>markup</b> & more\n" * 60_000)  # about 2.5 MB
     result = ExecuteResult(exit_code=0, stdout=big, stderr=big, duration_ms=1, skill="s", script="x.py")
