@@ -10,6 +10,21 @@ from __future__ import annotations
 from .display import Displayed, details, esc, pre, shorten, wrap
 
 _OK, _BAD, _MUTED = "#1a7f37", "#cf222e", "#6e7781"
+# JupyterLab right-aligns table cells (`:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td`) and shrinks SVGs
+# to their cell (`max-width: 100%`), which cut the percentage off the bars; these rules are more specific.
+_LAB_CSS = ("<style>.ipyskills .lab table td,.ipyskills .lab table th{text-align:left}"
+            ".ipyskills .lab table .nowrap{white-space:nowrap}.ipyskills .lab svg{max-width:none}"
+            ".ipyskills .lab table .desc{min-width:16em;max-width:40em}</style>")
+
+
+def _lab_wrap(inner: str) -> str:
+    return wrap(f'{_LAB_CSS}<div class="lab">{inner}</div>')
+
+
+def _is_answer(transcript, step) -> bool:
+    """The last turn said the final answer: it is shown once, in its own card, not twice."""
+    return (bool(transcript.final) and not step.tool_calls and step is transcript.steps[-1]
+            and step.text.strip() == transcript.final.strip())
 
 
 def _args_text(arguments) -> str:
@@ -39,7 +54,8 @@ class TranscriptView(Displayed):
         t = self.transcript
         state = "running…" if t.running else (f"stopped: {t.stop_reason}" if t.stop_reason else "")
         return (f"{t.model} ({t.style}) · {t.turns} turn(s) · {len(t.tool_calls)} tool call(s) · "
-                f"{t.usage} · {_secs(t.seconds) if not t.running else ''} {state}").replace("  ", " ").strip()
+                f"{t.usage}" + "".join(f" · {part}" for part in (_secs(t.seconds) if not t.running else "", state)
+                                   if part))
 
     def activated(self) -> str:
         acts = self.transcript.activated
@@ -51,7 +67,7 @@ class TranscriptView(Displayed):
         for step in t.steps:
             lines.append(f"-- turn {step.turn}: {step.usage}, {_secs(step.seconds)}, finish: "
                          f"{step.finish_reason or '?'}")
-            if step.text:
+            if step.text and not _is_answer(t, step):
                 lines.append(f"   model: {step.text}")
             for call in step.tool_calls:
                 flag = f" [error: {call.result.error}]" if call.result.is_error else ""
@@ -77,6 +93,8 @@ class TranscriptView(Displayed):
             head = (f"turn {step.turn} · {esc(str(step.usage))} · {esc(_secs(step.seconds))} · finish: "
                     f"{esc(step.finish_reason or '?')}")
             body = f"<pre>{esc(step.text)}</pre>" if step.text else ""
+            if _is_answer(t, step):
+                body = '<div class="muted">the final answer, below</div>'
             for call in step.tool_calls:
                 colour = _BAD if call.result.is_error else _OK
                 verdict = f"error ({call.result.error})" if call.result.is_error else "ok"
@@ -92,7 +110,7 @@ class TranscriptView(Displayed):
             parts.append(f'<div class="card"><b>final answer</b><pre>{esc(t.final)}</pre></div>')
         if t.error:
             parts.append(f'<div class="card" style="color:{_BAD}"><b>error</b>: {esc(t.error)}</div>')
-        return {"text/plain": self.text(), "text/html": wrap("".join(parts))}
+        return {"text/plain": self.text(), "text/html": _lab_wrap("".join(parts))}
 
     def __str__(self) -> str:
         return self.text()
@@ -132,10 +150,10 @@ class TriggerReportView(Displayed):
         if r.error:
             head += f'<br><span style="color:{_BAD}">{esc(r.error)}</span>'
         rows = "".join(
-            f"<tr><td><b>{esc(v.label)}</b>{' ★' if i == 0 and len(ranked) > 1 else ''}</td>"
-            f"<td>{_bar(v.accuracy)}</td><td>{_pct(v.precision)}</td><td>{_pct(v.recall)}</td>"
+            f"<tr><td class=\"nowrap\"><b>{esc(v.label)}</b>{' ★' if i == 0 and len(ranked) > 1 else ''}</td>"
+            f"<td class=\"nowrap\">{_bar(v.accuracy)}</td><td>{_pct(v.precision)}</td><td>{_pct(v.recall)}</td>"
             f"<td>{v.passed}/{len(v.queries)}</td><td>{_tok(v.input_tokens)} / {_tok(v.output_tokens)}</td>"
-            f"<td>{v.errors}</td><td>{esc(shorten(v.description, 160))}</td></tr>"
+            f"<td>{v.errors}</td><td class=\"desc\">{esc(shorten(v.description, 160))}</td></tr>"
             for i, v in enumerate(ranked))
         summary = ("<table><thead><tr><th>variant</th><th>accuracy</th><th>precision</th><th>recall</th>"
                    "<th>queries passed</th><th>tokens in / out</th><th>errors</th><th>description</th></tr>"
@@ -149,15 +167,15 @@ class TriggerReportView(Displayed):
                 colour = _MUTED if res.passed is None else (_OK if res.passed else _BAD)
                 others = (f' <span class="muted">(loaded {esc(", ".join(res.other_skills))})</span>'
                           if res.other_skills else "")
-                cells += (f'<td style="color:{colour}">{_bar(res.rate, colour, 60)} {res.triggered}/{res.runs}'
-                          f"{others}</td>")
+                cells += (f'<td style="color:{colour}"><span class="nowrap">{_bar(res.rate, colour, 60)} '
+                          f"{res.triggered}/{res.runs}</span>{others}</td>")
             want = "yes" if q.should_trigger else "no"
             qrows += f"<tr><td>{esc(shorten(q.text, 120))}</td><td>{want}</td>{cells}</tr>"
         queries = (f"<table><thead><tr><th>query</th><th>should trigger</th>{qhead}</tr></thead>"
                    f"<tbody>{qrows}</tbody></table>")
         return {"text/plain": str(r),
-                "text/html": wrap(f'<div class="card">{head}</div>{summary}'
-                                  f'{details("per query: trigger rate over the runs", queries, open_=True)}')}
+                "text/html": _lab_wrap(f'<div class="card">{head}</div>{summary}'
+                                       f'{details("per query: trigger rate over the runs", queries, open_=True)}')}
 
     def __str__(self) -> str:
         return str(self.report)
@@ -190,7 +208,7 @@ class BudgetView(Displayed):
                 "<table><thead><tr><th>skill</th><th>L1 chars</th><th>L1 tokens</th><th>L2 chars</th>"
                 "<th>L2 tokens</th><th>largest level-3 files</th><th>notes</th></tr></thead>"
                 f"<tbody>{rows}</tbody></table>")
-        return {"text/plain": str(r), "text/html": wrap(html)}
+        return {"text/plain": str(r), "text/html": _lab_wrap(html)}
 
     def __str__(self) -> str:
         return str(self.report)
@@ -218,5 +236,5 @@ class EvalProgress(Displayed):
     def mimebundle(self) -> dict:
         share = self.done / self.total if self.total else 0.0
         return {"text/plain": self.line(),
-                "text/html": wrap(f'<div class="muted">{_bar(share) if not self.finished else ""} '
+                "text/html": _lab_wrap(f'<div class="muted">{_bar(share) if not self.finished else ""} '
                                   f"{esc(self.line())}</div>")}
