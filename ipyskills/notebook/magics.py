@@ -16,13 +16,14 @@ an agent loop given the `.view` that `%skills agent` returns.
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
 import shlex
 from pathlib import Path
 
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from traitlets import List, Unicode
 
 from ..core.agent_prompt import PROMPT_FORMATS
@@ -60,13 +61,65 @@ class MagicError(SkillError):
         return [f"\x1b[0;31m{type(self.original).__name__}\x1b[0m: {self}"]
 
 
+HELP_WORDS = ("-h", "--help")
+
+
+class HelpShown(Exception):
+    """Raised by `parse` after printing a magic's help; the magic returns nothing."""
+
+
 def parse(magic, line: str) -> argparse.Namespace:
-    """POSIX-style splitting (quotes group words, as in a shell), then the magic's argparse parser."""
+    """POSIX-style splitting (quotes group words, as in a shell), then the magic's argparse parser.
+    `-h`/`--help` among the magic's own options prints its help (raising HelpShown); after the words that
+    go to a script (%%skill_run's ARGS) they are the script's. A mistyped option gets a "did you mean"."""
     try:
         argv = shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"{exc} in {line!r}; close the quote or escape it") from None
-    return magic.parser.parse_args(argv)
+    parser = magic.parser
+    if any(word in HELP_WORDS for word in _own_words(parser, argv)):
+        print(parser.format_help())
+        raise HelpShown
+    try:
+        return parser.parse_args(argv)
+    except UsageError as exc:
+        raise UsageError(str(exc) + _option_hint(parser, str(exc))) from None
+
+
+def _own_words(parser, argv: list[str]) -> list[str]:
+    """The words that are the magic's own: all of them, or for a magic whose last positional takes the
+    rest of the line (a script's ARGS), those before its fixed positionals end."""
+    rest = [a for a in parser._actions if a.nargs == argparse.REMAINDER]
+    if not rest:
+        return argv
+    fixed = len([a for a in parser._actions if not a.option_strings and a.nargs != argparse.REMAINDER])
+    takes_value = {o for a in parser._actions if a.option_strings and a.nargs != 0 for o in a.option_strings}
+    own, positionals, skip = [], 0, False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-") and positionals == 0:
+            own.append(word)
+            skip = word in takes_value
+            continue
+        positionals += 1
+        if positionals >= fixed:
+            break
+    return own
+
+
+def _option_hint(parser, message: str) -> str:
+    """'; did you mean --filter?' for an unrecognized option close to a real one."""
+    if "unrecognized arguments" not in message:
+        return ""
+    options = [o for a in parser._actions for o in a.option_strings]
+    hints = []
+    for word in message.split("unrecognized arguments:", 1)[1].split():
+        close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+        if close:
+            hints.append(f"{close[0]} (for {word})")
+    return f"; did you mean {', '.join(hints)}?" if hints else ""
 
 
 class _optional_rest(ma.argument):
@@ -162,7 +215,6 @@ class IPySkills(IPySkillsConfig, Magics):
                  help="eval: model calls in flight at once (default: IPySkills.eval_parallel)")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="eval, budget: also keep the report in the variable VAR")
-    @no_var_expand
     @line_magic
     def skills(self, line: str = ""):
         """Agent Skills: the catalog, and add / validate / prompt / tools / agent / browse / refresh.
@@ -196,10 +248,19 @@ class IPySkills(IPySkillsConfig, Magics):
         agent_enabled (ipython_config.py or %config). It applies to %skills tools, %skills prompt --format
         and %%skill_call alike, never to the catalog table or to bare %skills prompt.
         """
-        args = parse(self.skills, line)
+        try:
+            args = parse(self.skills, line)
+        except HelpShown:
+            return None
         command = args.command
+        if command == "help":
+            print(self.skills.parser.format_help())
+            return None
         if command not in SKILLS_COMMANDS:
-            raise UsageError(f"%skills: unknown command {command!r}; use one of {', '.join(SKILLS_COMMANDS)}")
+            close = difflib.get_close_matches(command, SKILLS_COMMANDS, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UsageError(f"%skills: unknown command {command!r}; {hint}use one of "
+                             f"{', '.join(SKILLS_COMMANDS)} (or %skills help)")
         needs_target = command in ("add", "deps", "eval")
         takes_target = command in ("add", "validate", "deps", "eval", "budget")
         if needs_target and not args.target:
@@ -359,11 +420,13 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.magic_arguments()
     @ma.argument("locator", metavar="NAME[/PATH]", help="a skill name, or name/path of one of its files")
     @ma.argument("--raw", action="store_true", help="the exact text an agent receives, nothing else")
-    @no_var_expand
     @line_magic
     def skill_load(self, line: str = ""):
         """Show a skill (level 2) or one of its files (level 3); --raw gives the exact agent text."""
-        args = parse(self.skill_load, line)
+        try:
+            args = parse(self.skill_load, line)
+        except HelpShown:
+            return None
         return self._call(self.load, args.locator, raw=args.raw)
 
     def load(self, locator: str, raw: bool = False):
@@ -406,24 +469,32 @@ class IPySkills(IPySkillsConfig, Magics):
                  help="skip the static guard (the sandbox still applies)")
     @ma.argument("--deps", default=None, choices=("auto", "declared", "off"),
                  help="install the skill's Python requirements first (default: IPySkills.deps)")
+    @ma.argument("--stdin", dest="stdin_var", default=None, metavar="VAR",
+                 help="give the script the value of the variable VAR as stdin (str or bytes; other values "
+                      "as JSON); not with a cell body")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="also keep the result in the variable VAR")
     @ma.argument("name", metavar="NAME", help="the skill")
     @ma.argument("script", metavar="SCRIPT", help="the script, relative to the skill folder")
     @_optional_rest("args", nargs=argparse.REMAINDER, metavar="ARGS",
                  help="passed to the script as they are (put ipyskills options before NAME)")
-    @no_var_expand
     @line_cell_magic
     def skill_run(self, line: str = "", cell: str | None = None):
         """Run a skill's script in the sandbox; the cell body is its stdin.
 
-        %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [--deps MODE] [-o VAR] NAME SCRIPT [ARGS...]
+        %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [--deps MODE]
+                    [--stdin VAR] [-o VAR] NAME SCRIPT [ARGS...]
+
+        The line expands notebook variables as IPython does ({var}, $var; $$ for a literal $); the cell
+        body is passed as it is.
 
         Before the first run of a skill whose Python requirements the sandbox lacks, they are installed
         (progress shows while that happens; it does not count against the timeout).
         """
         try:
             args = parse(self.skill_run, line)
+        except HelpShown:
+            return None
         except UsageError as exc:
             if "required" not in str(exc):
                 raise
@@ -431,8 +502,13 @@ class IPySkills(IPySkillsConfig, Magics):
             raise UsageError(f"{exc}; call it as {magic} [options] NAME SCRIPT [ARGS...]") from None
         if args.var is not None and not args.var.isidentifier():
             raise UsageError(f"-o needs a Python variable name, got {args.var!r}")
+        stdin = cell or ""
+        if args.stdin_var is not None:
+            if cell and cell.strip():
+                raise UsageError("--stdin VAR and a cell body both give stdin: use one of them")
+            stdin = self._stdin_from(args.stdin_var)
         result = self._call(
-            self.registry.run, args.name, args.script, args=list(args.args), stdin=cell or "",
+            self.registry.run, args.name, args.script, args=list(args.args), stdin=stdin,
             backend=args.backend or self.sandbox_backend,
             timeout=args.timeout if args.timeout is not None else self.timeout,
             memory=args.memory or self.memory,
@@ -444,6 +520,21 @@ class IPySkills(IPySkillsConfig, Magics):
             self.shell.user_ns[args.var] = result
         return result
 
+    def _stdin_from(self, name: str):
+        """The value of the user's variable `name` as stdin: str and bytes as they are, else JSON."""
+        if name not in self.shell.user_ns:
+            raise UsageError(f"--stdin {name}: no variable named {name!r} in the notebook")
+        value = self.shell.user_ns[name]
+        if isinstance(value, (str, bytes, bytearray)):
+            return value
+        import json
+
+        try:
+            return json.dumps(value, default=str)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--stdin {name}: a {type(value).__name__} cannot be sent as text ({exc}); "
+                             "pass a str or bytes") from None
+
     # ------------------------------------------------------------------ %%skill_call
 
     @ma.magic_arguments()
@@ -452,7 +543,6 @@ class IPySkills(IPySkillsConfig, Magics):
                  help="only these skills, for this call (default: the session's agent filter)")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="also keep the ToolResult (text, is_error, error) in the variable VAR")
-    @no_var_expand
     @cell_magic
     def skill_call(self, line: str = "", cell: str = ""):
         """Replay one agent tool call: the cell is the JSON arguments object, the output the exact tool result.
@@ -465,7 +555,10 @@ class IPySkills(IPySkillsConfig, Magics):
         an unknown skill or a refused path give the tool's "Error: ..." text, not a traceback. Each call
         stands alone (no "already active" note for a skill read before).
         """
-        args = parse(self.skill_call, line)
+        try:
+            args = parse(self.skill_call, line)
+        except HelpShown:
+            return None
         if args.var is not None and not args.var.isidentifier():
             raise UsageError(f"-o needs a Python variable name, got {args.var!r}")
         if args.allow is not None and not _names(args.allow):
@@ -488,7 +581,6 @@ class IPySkills(IPySkillsConfig, Magics):
                  help="only these skills, for this conversation (default: the session's agent filter)")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="also keep the Transcript in the variable VAR")
-    @no_var_expand
     @cell_magic
     def skill_agent(self, line: str = "", cell: str = ""):
         """Talk to a real model with your skills: the cell is the user's message.
@@ -503,7 +595,11 @@ class IPySkills(IPySkillsConfig, Magics):
         """
         from .agent_magic import skill_agent
 
-        return skill_agent(self, parse(self.skill_agent, line), cell or "")
+        try:
+            args = parse(self.skill_agent, line)
+        except HelpShown:
+            return None
+        return skill_agent(self, args, cell or "")
 
     # ------------------------------------------------------------------ %%skill (authoring)
 
@@ -512,7 +608,6 @@ class IPySkills(IPySkillsConfig, Magics):
                  help="write NAME's SKILL.md, or the file PATH inside skill NAME, from the cell")
     @ma.argument("--force", action="store_true",
                  help="overwrite a file this session did not write (the old one is kept as FILE.bak)")
-    @no_var_expand
     @line_cell_magic
     def skill(self, line: str = "", cell: str | None = None):
         """Author a skill: the cell becomes NAME's SKILL.md (or NAME/PATH), validated at once.
@@ -521,7 +616,10 @@ class IPySkills(IPySkillsConfig, Magics):
         session wrote it last or its text is unchanged; otherwise --force, which keeps the old file as .bak.
         Bundled and read-only skills are never written.
         """
-        args = parse(self.skill, line)
+        try:
+            args = parse(self.skill, line)
+        except HelpShown:
+            return None
         if cell is None:
             raise UsageError("%%skill is a cell magic: put the file's text in the cell below %%skill NAME[/PATH]")
         from .authoring import write_skill_file

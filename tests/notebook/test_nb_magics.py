@@ -195,3 +195,27 @@ def test_help_shows_options(ip, cell):
 def test_unclosed_quote_is_usage_error(ip):
     with pytest.raises(UsageError, match="quot"):
         ip.run_line_magic("skill_load", "'hello")
+
+
+@pytest.mark.parametrize("line", ["-h", "--help", "help", "deps -h", "validate --help"])
+def test_skills_help_in_every_spelling(ip, capsys, line):
+    assert ip.run_line_magic("skills", line) is None
+    out = capsys.readouterr().out
+    assert "%skills deps NAME" in out and "--filter" in out
+
+
+def test_help_of_the_other_magics(ip, capsys):
+    for name in ("skill_load", "skill"):
+        assert ip.run_line_magic(name, "-h") is None, name
+        assert "options:" in capsys.readouterr().out
+    assert ip.run_cell_magic("skill_call", "--help", "{}") is None
+    assert "read_skill or execute_skill_script" in capsys.readouterr().out
+
+
+def test_did_you_mean_for_commands_and_options(ip):
+    with pytest.raises(UsageError, match="did you mean 'validate'"):
+        ip.run_line_magic("skills", "valdate")
+    with pytest.raises(UsageError, match="did you mean --filter"):
+        ip.run_line_magic("skills", "--fitler x")
+    with pytest.raises(UsageError, match="did you mean --raw"):
+        ip.run_line_magic("skill_load", "hello --rwa")

@@ -139,3 +139,30 @@ def test_guard_block_is_one_line_and_no_guard_runs(ip, workdir, cell):
     assert "GuardBlocked" in out and "Traceback" not in out
     result = ip.run_line_magic("skill_run", "--backend local --no-guard hello scripts/evil.py 1+1")
     assert result.stdout.strip() == "2"
+
+
+def test_help_before_the_skill_is_the_magics_after_the_script_the_scripts(ip, capsys):
+    assert ip.run_line_magic("skill_run", "--help") is None
+    assert "--stdin VAR" in capsys.readouterr().out
+    result = ip.run_line_magic("skill_run", "--backend local hello scripts/hi.py --help -h")
+    assert "['--help', '-h']" in result.stdout
+
+
+def test_line_expands_notebook_variables_and_the_cell_body_stays_literal(ip):
+    ip.user_ns.update(who="Ada", skill="hello")
+    result = ip.run_cell_magic("skill_run", "--backend local {skill} scripts/hi.py $who", '{"who": 1}')
+    assert result.stdout.strip() == """hi ['Ada'] '{"who": 1}'"""
+
+
+def test_stdin_from_a_variable(ip):
+    ip.user_ns.update(text="plain text", payload={"items": [3, 1, 2]}, raw=b"\x00bytes")
+    out = ip.run_line_magic("skill_run", "--backend local --stdin text hello scripts/hi.py")
+    assert out.stdout.strip() == "hi [] 'plain text'"
+    out = ip.run_line_magic("skill_run", "--backend local --stdin payload hello scripts/hi.py")
+    assert out.stdout.strip() == """hi [] '{"items": [3, 1, 2]}'"""
+    out = ip.run_line_magic("skill_run", "--backend local --stdin raw hello scripts/hi.py")
+    assert out.stdout.strip() == "hi [] '\\x00bytes'"
+    with pytest.raises(UsageError, match="no variable named 'nope'"):
+        ip.run_line_magic("skill_run", "--backend local --stdin nope hello scripts/hi.py")
+    with pytest.raises(UsageError, match="use one of them"):
+        ip.run_cell_magic("skill_run", "--backend local --stdin text hello scripts/hi.py", "body")
