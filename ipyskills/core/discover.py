@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISDIR, S_ISREG
 
 from ..errors import SkillError
 from ..settings import DEFAULT_ROOTS
@@ -94,7 +94,9 @@ def find_skill_folders(root: Path, *, max_depth: int = MAX_DEPTH, max_dirs: int 
 
 
 def _skill_md_of(folder: str) -> tuple[str, os.stat_result] | None:
-    """The folder's SKILL.md (else skill.md) with its stat, when it is a regular file. One stat per name."""
+    """The folder's SKILL.md (else skill.md) with its stat, when it is a regular file. One stat per name.
+    When neither is, but one exists as a FIFO, socket or device, that one (the scan skips it and says why)."""
+    odd = None
     for name in SKILL_FILE_NAMES:
         path = folder + os.sep + name
         try:
@@ -103,7 +105,9 @@ def _skill_md_of(folder: str) -> tuple[str, os.stat_result] | None:
             continue
         if S_ISREG(st.st_mode):
             return path, st
-    return None
+        if odd is None and not S_ISDIR(st.st_mode):
+            odd = path, st
+    return odd
 
 
 def _walk(root: str, real_root: str, max_depth: int, max_dirs: int) -> tuple[list[tuple], list[Problem]]:
@@ -216,6 +220,12 @@ class Discovery:
                 if real in seen_skills:
                     continue  # reached again through an overlapping root or a link: same skill
                 seen_skills.add(real)
+                if not S_ISREG(st.st_mode):  # a FIFO, socket or device: never opened (it could block)
+                    result.skipped.append((Path(folder), [Problem(
+                        "skill-md-not-file", "SKILL.md",
+                        f"{skill_md} is not a regular file (a FIFO, socket or device); a SKILL.md must be one.",
+                        "error")]))
+                    continue
                 key = (folder, root_key)
                 # ctime and inode catch a rewrite that kept the size and restored the mtime (rsync -t, touch -r)
                 stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)

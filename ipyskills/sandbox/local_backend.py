@@ -86,21 +86,48 @@ class LocalBackend:
         if os.name != "posix":
             raise SandboxError("the local backend needs Linux or macOS; on Windows use the Docker backend")
         argv = request.argv
+        temp_root = _temp_root()
         try:
-            work = Path(tempfile.mkdtemp(prefix="ipyskills-local-"))
+            work = Path(tempfile.mkdtemp(prefix="ipyskills-local-", dir=temp_root))
         except OSError as exc:
-            raise SandboxError(f"the local backend could not create its run folder: {exc}; "
+            raise SandboxError(f"the local backend could not create its run folder: {_full_or(exc, temp_root)}; "
                                "check that the temp dir (TMPDIR) exists and has free space") from None
         run = None
         try:
             run = _Run(request, argv, work)
             return run.execute()
         except OSError as exc:
-            raise SandboxError(f"the local backend could not prepare the run: {exc}") from None
+            raise SandboxError(f"the local backend could not prepare the run: {_full_or(exc, str(work.parent))}") from None
         finally:
             remove_tree(work)
             if run is not None and run.uid is not None:
                 sweep_files_of(run.uid)
+
+
+MIN_TEMP_FREE = 8 * 1024**2  # bytes a temp dir must have free for a run's copy of a skill to start
+
+
+def _temp_root() -> str | None:
+    """The folder runs are made in: TMPDIR when set, used as it is. (tempfile.gettempdir() quietly moves
+    on to /tmp when TMPDIR cannot be written, e.g. when it is full; a run says so instead.)"""
+    wanted = os.environ.get("TMPDIR")
+    root = wanted or tempfile.gettempdir()
+    label = f"{root} (TMPDIR)" if wanted else root
+    try:
+        st = os.statvfs(root)
+    except OSError as exc:
+        raise SandboxError(f"the temp dir {label} cannot be used ({exc.strerror}): create it, or point TMPDIR "
+                           "at a folder with free space") from None
+    if st.f_bavail * st.f_frsize < MIN_TEMP_FREE:
+        raise SandboxError(f"the temp dir {label} is full ({st.f_bavail * st.f_frsize // 1024} KiB free): free "
+                           "some space there, or point TMPDIR at a folder with free space")
+    return wanted or None
+
+
+def _full_or(exc: OSError, where: str | None) -> str:
+    if exc.errno == errno.ENOSPC:
+        return f"the temp dir {where or tempfile.gettempdir()} is full ({exc.strerror})"
+    return str(exc)
 
 
 class _Run:
