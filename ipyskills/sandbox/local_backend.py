@@ -57,6 +57,7 @@ import time
 from pathlib import Path
 
 from ..errors import SandboxError
+from . import local_confine
 from .local_copy import copy_skill
 from .result import Artifact, ExecuteResult, OutputBuffer, printable_path
 from .runner import RunRequest
@@ -87,8 +88,9 @@ class LocalBackend:
             raise SandboxError("the local backend needs Linux or macOS; on Windows use the Docker backend")
         argv = request.argv
         temp_root = _temp_root()
+        local_confine.remove_stale_once(remove_tree)
         try:
-            work = Path(tempfile.mkdtemp(prefix="ipyskills-local-", dir=temp_root))
+            work = Path(tempfile.mkdtemp(prefix=local_confine.run_folder_prefix(), dir=temp_root))
         except OSError as exc:
             raise SandboxError(f"the local backend could not create its run folder: {_full_or(exc, temp_root)}; "
                                "check that the temp dir (TMPDIR) exists and has free space") from None
@@ -151,6 +153,8 @@ class _Run:
         self.started = time.monotonic()
         self.dropped: list[str] = []
         self.user_error = ""
+        self.cgroup: local_confine.RunCgroup | None = None
+        self.cgroup_oom = False
 
     # -- preparation -------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -236,7 +240,13 @@ class _Run:
             "gid": self.gid,
             "block_network": not self.limits.network,
             "rlimits": self.rlimits(),
+            "owner": os.getpid(),
+            "private_proc": True,
+            "landlock": local_confine.landlock_plan(self.work, env, [program[0], self.python_fallback(program[0])],
+                                                    block_tcp=not self.limits.network),
         }
+        self.cgroup = local_confine.RunCgroup(self.limits.memory, self.work.name)
+        spec["cgroup_procs"] = self.cgroup.procs
         stdout = OutputBuffer(self.limits.output_cap)
         stderr = OutputBuffer(self.limits.output_cap)
         started = self.started = time.monotonic()
@@ -258,6 +268,8 @@ class _Run:
         finally:
             os.close(status_r)
             self.kill()
+            self.cgroup_oom = self.cgroup.oom_killed()
+            self.cgroup.remove()
         duration_ms = (time.monotonic() - started) * 1000.0
         if self.start_error:
             raise SandboxError(f"the local backend could not start {self.argv[0]!r}: {self.start_error}")
@@ -380,6 +392,9 @@ class _Run:
         if self.owns_uid():
             kill_processes_of(self.uid)  # whatever left the group, where no pid namespace caught it
 
+    def cgroup_held(self, report: dict) -> bool:
+        return bool(report.get("cgroup_held"))
+
     def owns_uid(self) -> bool:
         """True when the script really runs under the run's own uid (so every process of it is ours)."""
         return self.uid is not None and self.report is not None and self.report.get("uid") == self.uid
@@ -395,6 +410,7 @@ class _Run:
             code = 128 - code
         last_lines = [line for line in self.stderr_tail.splitlines() if line.strip()][-_OOM_LINES_READ:]
         oom = not timed_out and code not in (0, None) and any(_OOM_LINE.search(line) for line in last_lines)
+        oom = oom or (not timed_out and self.cgroup_oom)
         return ExecuteResult(
             exit_code=None if timed_out else code,
             stdout=stdout.text(),
@@ -446,10 +462,15 @@ class _Run:
         held.append("scrubbed env")
         if r.get("exe_fallback"):
             held.append(f"python: {r['exe_fallback']} (uid {r.get('uid')} cannot run {_python()})")
+        ll = r.get("landlock") or {}
+        ll_note = f"Landlock ABI {ll.get('abi')}"
         if self.limits.network:
             held.append("network: allowed (requested)")
         elif r.get("netns"):
             held.append("network: none (" + ("user+net" if r.get("userns") else "net") + " namespace)")
+        elif ll.get("tcp"):
+            held.append(f"network: TCP connect and bind denied ({ll_note})")
+            missing.append(f"network other than TCP, e.g. UDP ({r.get('ns_error') or 'no namespace'})")
         else:
             missing.append(f"network: NOT blocked ({r.get('ns_error') or 'no namespace'})")
         if r.get("pidns"):
@@ -458,12 +479,37 @@ class _Run:
             held.append("processes: every process of the run's uid killed at the end")
         else:
             missing.append("processes that leave the process group may outlive the run")
-        if switched:
-            missing.append("filesystem reads (wherever any user may read)")
+        if r.get("proc") == "private":
+            held.append("host processes: not visible (private /proc)")
+        elif ll.get("proc") == "self":
+            held.append(f"host processes: /proc not readable but for the script's own entry ({ll_note})")
+        else:
+            reason = r.get("proc_error") or "no pid and mount namespace"
+            missing.append(f"host processes: command lines readable in /proc ({reason})")
+        if ll.get("fs"):
+            held.append(f"files: reads only system, interpreter and dependency folders, writes only the run "
+                        f"folder ({ll_note})")
+        elif switched:
+            missing.append(f"filesystem reads (wherever any user may read; Landlock: {ll.get('error') or 'not tried'})")
             missing.append("writes to world-writable places (what it leaves in /tmp, /var/tmp, /dev/shm "
                            "is removed afterwards)")
         else:
-            missing.append("filesystem reads and writes (as the current user)")
+            missing.append("filesystem reads and writes (as the current user; Landlock: "
+                           f"{ll.get('error') or 'not tried'})")
+        if ll.get("scoped"):
+            held.append(f"signals and abstract unix sockets: the run's own only ({ll_note})")
+        else:
+            missing.append("signals and abstract unix sockets outside the run (Landlock scoping "
+                           + ("needs ABI 6)" if ll.get("fs") else "not in force)"))
+        if ll.get("fs"):
+            missing.append("connecting to unix sockets by path")
+        mib = 1024**2
+        if self.cgroup_held(r):
+            held.append(f"total memory: {self.limits.memory // mib} MiB (cgroup v2)")
+        else:
+            reason = r.get("cgroup_error") or (self.cgroup.error if self.cgroup else "") or "no cgroup"
+            missing.append(f"total memory: NOT limited (per process {self.limits.memory // mib} MiB address "
+                           f"space; {reason})")
         missing.append(f"cpu share (cpus={self.limits.cpus:g})")
         if self.dropped:
             held.append(f"{len(self.dropped)} link(s)/special file(s) not copied")

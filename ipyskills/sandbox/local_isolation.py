@@ -23,6 +23,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import sys
 
 CLONE_NEWUSER = 0x10000000
@@ -54,9 +55,9 @@ def _write_file(path, text):
         fh.write(text)
 
 
-def _map_ids(target_uid, target_gid):
-    """Id maps for a fresh user namespace: ourselves (and the target uid when we are root)."""
-    uid, gid = os.geteuid(), os.getegid()
+def _map_ids(target_uid, target_gid, uid, gid):
+    """Id maps for a fresh user namespace: ourselves (and the target uid when we are root). `uid` and `gid`
+    are read before the unshare: inside the unmapped namespace they read as the overflow id (65534)."""
     if uid == 0:
         extra_uid = f"{target_uid} {target_uid} 1\n" if target_uid not in (None, 0) else ""
         extra_gid = f"{target_gid} {target_gid} 1\n" if target_gid not in (None, 0) else ""
@@ -76,6 +77,7 @@ def enter_namespaces(want_net, target_uid, target_gid):
         candidates += [CLONE_NEWUSER | net, net]
     candidates += [CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID]
     last_error = "not attempted"
+    uid, gid = os.geteuid(), os.getegid()
     for flags in candidates:
         if not flags:
             continue
@@ -86,12 +88,132 @@ def enter_namespaces(want_net, target_uid, target_gid):
             continue
         if flags & CLONE_NEWUSER:
             try:
-                _map_ids(target_uid, target_gid)
+                _map_ids(target_uid, target_gid, uid, gid)
             except OSError as exc:
                 # The namespace exists but we are nobody in it; that is unusable, so stop here.
                 return False, False, True, f"user namespace id map failed: {exc.strerror or exc}"
         return bool(flags & CLONE_NEWNET), bool(flags & CLONE_NEWPID), bool(flags & CLONE_NEWUSER), ""
     return False, False, False, last_error
+
+
+# Landlock (linux/landlock.h). The ABI the kernel reports decides which rights can be handled at all.
+SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
+LL_CREATE_RULESET_VERSION = 1
+LL_RULE_PATH_BENEATH = 1
+LL_EXECUTE, LL_WRITE_FILE, LL_READ_FILE, LL_READ_DIR = 1, 2, 4, 8
+LL_FS_ABI1 = (1 << 13) - 1  # execute .. make_sym
+LL_REFER, LL_TRUNCATE, LL_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+LL_FILE_RIGHTS = LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | LL_TRUNCATE | LL_IOCTL_DEV
+LL_READ = LL_EXECUTE | LL_READ_FILE | LL_READ_DIR
+LL_NET_BIND_TCP, LL_NET_CONNECT_TCP = 1, 2
+LL_SCOPE_ABSTRACT_UNIX, LL_SCOPE_SIGNAL = 1, 2
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+CLONE_NEWNS = 0x00020000
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+
+def _syscall(number, *args):
+    _libc.syscall.restype = ctypes.c_long
+    result = _libc.syscall(ctypes.c_long(number), *args)
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return result
+
+
+def landlock_abi():
+    """The kernel's Landlock ABI version, 0 when there is none (or not Linux, or an unknown architecture)."""
+    numbers = SYS_LANDLOCK.get(os.uname().machine)
+    if numbers is None or not hasattr(_libc, "syscall"):
+        return 0
+    try:
+        return _syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(LL_CREATE_RULESET_VERSION))
+    except OSError:
+        return 0
+
+
+def landlock(plan, private_proc, report):
+    """Restrict this process (and all it will start) to `plan`: read (and execute) under plan["read"], read
+    and write under plan["write"], TCP bind/connect denied when plan["block_tcp"], signals and abstract unix
+    sockets scoped to the run. Each part is reported as held only when the kernel took it."""
+    abi = landlock_abi()
+    held = {"abi": abi, "fs": False, "tcp": False, "scoped": False, "proc": "", "error": ""}
+    report["landlock"] = held
+    if abi < 1:
+        held["error"] = "not offered by this kernel"
+        return
+    numbers = SYS_LANDLOCK[os.uname().machine]
+    fs = LL_FS_ABI1 | (LL_REFER if abi >= 2 else 0) | (LL_TRUNCATE if abi >= 3 else 0)
+    fs |= LL_IOCTL_DEV if abi >= 5 else 0
+    net = (LL_NET_BIND_TCP | LL_NET_CONNECT_TCP) if abi >= 4 and plan.get("block_tcp") else 0
+    scoped = (LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL) if abi >= 6 else 0
+    attr = _RulesetAttr(fs, net, scoped)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    try:
+        ruleset = _syscall(numbers[0], ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    except OSError as exc:
+        held["error"] = exc.strerror or str(exc)
+        return
+    try:
+        rules = [(path, LL_READ) for path in plan.get("read", [])]
+        rules += [(path, fs) for path in plan.get("write", [])]
+        rules += [(path, LL_READ_FILE | LL_WRITE_FILE | LL_TRUNCATE | LL_IOCTL_DEV) for path in plan.get("devices", [])]
+        # /proc: all of it when it is this run's own mount, else only the script's own entry (Python starts
+        # without /proc; other processes' command lines stay unreadable).
+        rules.append(("/proc" if private_proc else "/proc/self", LL_READ))
+        held["proc"] = "all" if private_proc else "self"
+        for path, rights in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # a folder this machine does not have
+            try:
+                if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                    rights &= LL_FILE_RIGHTS
+                rule = _PathBeneath(rights & fs, fd)
+                _syscall(numbers[1], ctypes.c_int(ruleset), ctypes.c_int(LL_RULE_PATH_BENEATH), ctypes.byref(rule),
+                         ctypes.c_uint32(0))
+            finally:
+                os.close(fd)
+        if not _prctl(PR_SET_NO_NEW_PRIVS, 1):
+            raise OSError(errno.EPERM, "no-new-privileges could not be set")
+        _syscall(numbers[2], ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    except OSError as exc:
+        held["error"] = exc.strerror or str(exc)
+        held["proc"] = ""
+        return
+    finally:
+        os.close(ruleset)
+    held.update(fs=True, tcp=bool(net), scoped=bool(scoped))
+
+
+def _mount(source, target, fstype, flags, data=None):
+    if _libc.mount(source, target, fstype, ctypes.c_ulong(flags), data) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def private_proc(report):
+    """In the first process of the new pid namespace (before any uid change): a fresh /proc that shows
+    this namespace only, in a mount namespace of the run's own (made by the parent)."""
+    if not (report.get("mountns") and report.get("pidns")):
+        report["proc_error"] = report.get("mountns_error") or "no pid namespace"
+        return False
+    try:
+        _mount(None, b"/", None, MS_REC | MS_PRIVATE)
+        _mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError as exc:
+        report["proc_error"] = exc.strerror or str(exc)
+        return False
+    return True
 
 
 def confine_child(spec, report):
@@ -164,6 +286,8 @@ def start_script(spec, report, program):
         if fallback and not os.access(exe, os.X_OK):
             # The host's interpreter lives where the unprivileged user cannot reach (e.g. under /root).
             report["exe_fallback"] = exe = program[0] = fallback
+        if spec.get("landlock") is not None:
+            landlock(spec["landlock"], report.get("proc") == "private", report)
         os.write(status_fd, b"report " + json.dumps(report).encode() + b"\n")
         os.execve(exe, program, dict(os.environ))
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the host as text
@@ -177,6 +301,8 @@ def reap(spec, report, program, signal_w):
     orphans until the script ends, exit with its status (the kernel then kills whatever is left). The
     signal that killed the script goes to `signal_w` (close-on-exec, so the script never holds it)."""
     try:
+        if spec.get("private_proc") and private_proc(report):
+            report["proc"] = "private"
         confine_child(spec, report)
         script = os.fork()
     except BaseException as exc:  # noqa: BLE001
@@ -203,8 +329,26 @@ def main(argv):
     status_fd = spec["status_fd"]
     os.set_inheritable(status_fd, False)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Die with the owner (it kills the run on every path it lives to see); the reaper and the script
+    # below die with this process in turn.
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if spec.get("owner") and os.getppid() != spec["owner"]:
+        os._exit(125)  # the owner died before the line above took
+    cgroup = ""
+    if spec.get("cgroup_procs"):
+        try:
+            _write_file(spec["cgroup_procs"], str(os.getpid()))
+        except OSError as exc:
+            cgroup = exc.strerror or str(exc)
     net, pid, user, ns_error = enter_namespaces(spec["block_network"], spec.get("uid"), spec.get("gid"))
-    report = {"netns": net, "pidns": pid, "userns": user, "ns_error": ns_error}
+    report = {"netns": net, "pidns": pid, "userns": user, "ns_error": ns_error, "cgroup_error": cgroup,
+              "cgroup_held": bool(spec.get("cgroup_procs")) and not cgroup}
+    if spec.get("private_proc"):
+        try:
+            _unshare(CLONE_NEWNS)
+            report["mountns"] = True
+        except OSError as exc:
+            report["mountns"], report["mountns_error"] = False, exc.strerror or str(exc)
 
     signal_r, signal_w = os.pipe()
     child = os.fork()
