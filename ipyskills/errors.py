@@ -38,3 +38,19 @@ class GuardBlocked(SandboxError):
     def __init__(self, message: str, findings: list | None = None):
         super().__init__(message)
         self.findings = list(findings or [])
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (KeyboardInterrupt) during a run: the sandbox was stopped and removed. A KeyboardInterrupt,
+    so code that does not look for it still stops; `result` holds what the script printed so far
+    (`result.interrupted` is True, `exit_code` None) and `removed` says whether the sandbox is gone."""
+
+    def __init__(self, result, removed: bool = True):
+        super().__init__(f"interrupted after {result.duration:.1f} s")
+        self.result = result
+        self.removed = removed
+
+    def line(self) -> str:
+        """One line for the user: 'interrupted after 4.0 s; sandbox removed'."""
+        gone = "sandbox removed" if self.removed else "sandbox removal pending (retried in the background)"
+        return f"interrupted after {self.result.duration:.1f} s; {gone}"

@@ -4,7 +4,13 @@ ipyskills' own options go before SCRIPT; everything after SCRIPT is handed to th
 words that start with '-' (a leading `--` after SCRIPT is dropped, so `run s x.py -- --help` works too).
 Standard input is passed through when it is not a terminal (`--no-stdin` to skip reading it).
 
-The script's stdout and stderr are printed through as they came back. The exit code is the script's, except:
+The script runs in a writable workspace (its working directory); `--input PATH` (repeatable) copies a host
+file or folder into it first, and `--save DIR` writes the files the script made (in the workspace or in
+$IPYSKILLS_OUTPUT) to DIR, never over an existing file (a clash takes a free name and says so).
+
+The script's stdout and stderr are written through as they arrive (within the output cap); with `--json`
+nothing is streamed and the whole result is printed at the end. Ctrl-C stops the run, removes the sandbox,
+says "interrupted after N s; sandbox removed" and exits 130. The exit code is the script's, except:
 124 when it ran out of time (as timeout(1) does), 137 when it was killed for using too much memory
 (128 + SIGKILL, as a shell reports it), 128+N when a signal N ended it. `--json` prints
 ExecuteResult.to_dict() instead and exits the same way. Backend notices, guard warnings and the
@@ -17,10 +23,12 @@ import argparse
 import json
 import sys
 
+from ..errors import RunInterrupted
 from . import add_dir_option, add_json_option
 
 EXIT_TIMEOUT = 124
 EXIT_OOM = 137
+EXIT_INTERRUPTED = 130
 
 
 def register(subparsers) -> None:
@@ -41,6 +49,11 @@ def register(subparsers) -> None:
     p.add_argument("--no-guard", dest="guard", action="store_false", default=None,
                    help="skip the static script check (the sandbox still applies)")
     p.add_argument("--no-stdin", action="store_true", help="do not read standard input")
+    p.add_argument("--input", dest="inputs", action="append", metavar="PATH",
+                   help="copy this file or folder into the run's workspace (its working directory) first; "
+                   "repeatable")
+    p.add_argument("--save", metavar="DIR",
+                   help="write the files the script made to DIR (never over an existing file)")
     p.add_argument("--deps", choices=("auto", "declared", "off"),
                    help="install the skill's Python requirements before the run: auto (every requirement "
                    "found, the default), declared (ignore inferred imports) or off")
@@ -80,19 +93,29 @@ def cmd_run(args) -> int:
         script_args = script_args[1:]
     reg = make_registry(args)
     reg.settings = reg.settings.with_overrides(pool_size=0)  # one run, then exit: a warm pool only costs
-    result = reg.run(
-        args.name, args.script, args=script_args, stdin=read_stdin(args.no_stdin, reg.settings.stdin_cap),
-        backend=args.backend, timeout=args.timeout, memory=args.memory, network=args.network, guard=args.guard,
-        deps=args.deps, progress=_progress,
-    )
+    live = None if args.json else _live
+    try:
+        result = reg.run(
+            args.name, args.script, args=script_args, stdin=read_stdin(args.no_stdin, reg.settings.stdin_cap),
+            backend=args.backend, timeout=args.timeout, memory=args.memory, network=args.network,
+            guard=args.guard, deps=args.deps, progress=_progress, inputs=args.inputs, save_to=args.save,
+            on_output=live,
+        )
+    except RunInterrupted as stop:
+        if args.json:
+            print(json.dumps(stop.result.to_dict(), indent=2, ensure_ascii=False))
+        print(f"ipyskills: {stop.line()}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        _write(sys.stdout, result.stdout)
-        _write(sys.stderr, result.stderr)
     for line in _notes(result):
         print(f"ipyskills: {line}", file=sys.stderr)
     return exit_code_for(result)
+
+
+def _live(stream: str, text: str) -> None:
+    """Write the script's output through as it arrives."""
+    _write(sys.stdout if stream == "stdout" else sys.stderr, text)
 
 
 def _progress(line: str) -> None:
@@ -118,6 +141,8 @@ def _notes(result) -> list[str]:
         notes.append(result.notice)
     notes += [str(f) for f in result.findings]
     notes += result.artifact_notes()
+    for artifact, path in result.saved:
+        notes.append(f"saved {artifact} -> {path}")
     if result.timed_out:
         notes.append(f"timed out after {result.duration:.1f} s; the run was killed (exit {EXIT_TIMEOUT})")
     elif result.oom_killed:

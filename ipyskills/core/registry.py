@@ -203,26 +203,39 @@ class SkillRegistry:
 
     def run(self, name: str, script: str, args=None, stdin=None, backend: str | None = None,
             timeout: float | None = None, memory=None, network: bool | None = None,
-            guard: bool | None = None, deps: str | None = None, progress=None, **limits):
+            guard: bool | None = None, deps: str | None = None, progress=None, inputs=None,
+            save_to=None, on_output=None, overwrite: bool = False, **limits):
         """Run one of the skill's scripts in the sandbox and return its ExecuteResult.
 
+        The script runs in a writable workspace (its working directory); the skill stays read-only at
+        its own path. inputs: host files or folders copied into the workspace first (each under its base
+        name). Files the script writes in the workspace (other than unchanged inputs) or under
+        $IPYSKILLS_OUTPUT come back as `result.artifacts`; save_to: a host folder they are written to
+        (never over an existing file unless overwrite=True; see result.saved and result.save_note).
+        on_output(stream, text): called with "stdout"/"stderr" text as it arrives (within the cap).
         deps: "auto" | "declared" | "off" (default: the `deps` setting): which of the skill's Python
         requirements are installed into the sandbox first. progress: called with one line per stage of
-        slow preparation work (resolving and installing dependencies)."""
+        slow preparation work (resolving and installing dependencies).
+        Ctrl-C raises ipyskills.errors.RunInterrupted (a KeyboardInterrupt) once the sandbox is removed;
+        its `result` holds the output so far."""
         from ..sandbox import runner
 
         request = self.run_request(name, script, args=args, stdin=stdin, timeout=timeout, memory=memory,
-                                   network=network, deps=deps, **limits)
-        return runner.run(
+                                   network=network, deps=deps, inputs=inputs, **limits)
+        request.on_output = on_output
+        result = runner.run(
             request,
             backend=self.settings.backend if backend is None else backend,
             guard=self.settings.guard if guard is None else guard,
             settings=self.settings,
             progress=progress,
         )
+        if save_to is not None:
+            result.save(save_to, overwrite=overwrite)
+        return result
 
     def run_request(self, name: str, script: str, args=None, stdin=None, timeout=None, memory=None,
-                    network=None, deps=None, **limits):
+                    network=None, deps=None, inputs=None, **limits):
         """The RunRequest `run()` would hand to the runner (script confined, limits checked)."""
         from ..sandbox.policy import Limits
         from ..sandbox.runner import RunRequest
@@ -254,6 +267,9 @@ class SkillRegistry:
                                "run; write large data to a file the skill reads, or raise stdin_cap "
                                "(Settings.stdin_cap, IPYSKILLS_STDIN_CAP)")
         deps = check_deps_mode(self.settings.deps if deps is None else deps)
+        from ..sandbox.inputs import stage_inputs
+
+        staged = stage_inputs(inputs, lim.input_cap)
         return RunRequest(
             skill_name=meta.name,
             skill_dir=meta.path.resolve(),
@@ -264,6 +280,7 @@ class SkillRegistry:
             image=self.settings.image,
             requirements=self.requirements(meta.name),  # also says which image profile the scripts need
             deps=deps,
+            inputs=staged,
         )
 
     def install_requirements(self, name: str, *, backend: str | None = None, deps: str | None = None,

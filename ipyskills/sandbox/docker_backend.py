@@ -33,7 +33,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from ..errors import SandboxError
+from ..errors import RunInterrupted, SandboxError
 from ..settings import DEFAULT_IMAGE
 from . import docker_client
 from .policy import Limits
@@ -45,7 +45,8 @@ LABEL_HOST = "ipyskills.host"
 LABEL_POOL = "ipyskills.pool"  # "1" on containers started ahead of time by the warm pool
 LABEL_CREATE = "ipyskills.create"  # a token per create call, to find a container whose create reply was lost
 UID = 1000
-WORKDIR = "/skill"
+WORKDIR = "/skill"  # the skill, read-only
+WORKSPACE = "/work"  # the run's writable working directory (a tmpfs of Limits.workspace_size)
 OUTPUT_DIR = "/output"
 HOME_SEED = "/opt/ipyskills/home"
 SKILL_COPY_CAP = 64 * 1024**2  # a skill copied to a remote engine lives in a tmpfs charged to its memory
@@ -139,8 +140,11 @@ class DockerBackend:
     # -- running ---------------------------------------------------------------------------------------
     def run(self, request) -> ExecuteResult:
         limits: Limits = request.limits
-        argv = request.argv  # raises SandboxError for an unknown interpreter before anything starts
+        argv = request.argv_at(WORKDIR)  # raises SandboxError for an unknown interpreter before anything starts
         check_stdin_size(request.stdin, limits)
+        inputs_tar = request.inputs.tar(UID) if request.inputs else b""
+        in_workspace = getattr(request, "workdir", "workspace") != "skill"
+        begun = time.monotonic()
         client = self.client()
         client.api.timeout = max(docker_client.DEFAULT_TIMEOUT, int(limits.timeout) + 30)
         image = request.image or self.image
@@ -163,13 +167,15 @@ class DockerBackend:
             "argv": argv,
             "env": {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "IPYSKILLS_OUTPUT": OUTPUT_DIR,
                     "MPLBACKEND": "Agg", **request.env},
-            "cwd": WORKDIR, "stdin": len(request.stdin), "skill_tar": len(skill_tar), "output": OUTPUT_DIR,
-            "home_seed": HOME_SEED, "marker": marker,
+            "cwd": WORKSPACE if in_workspace else WORKDIR, "skill_dir": WORKDIR,
+            "stdin": len(request.stdin), "skill_tar": len(skill_tar), "output": OUTPUT_DIR,
+            "workspace": WORKSPACE if in_workspace else None, "inputs_dir": WORKSPACE,
+            "inputs_tar": len(inputs_tar), "home_seed": HOME_SEED, "marker": marker,
             "artifact_cap": limits.artifact_cap, "artifact_files": limits.artifact_files,
             "deadline": limits.timeout + DEADLINE_GRACE,
         }
         # Sent part by part: stdin (up to limits.stdin_cap) is never copied into a joined payload.
-        payload = [json.dumps(job).encode() + b"\n", skill_tar, request.stdin]
+        payload = [json.dumps(job).encode() + b"\n", skill_tar, inputs_tar, request.stdin]
         container_id = warm.id if warm is not None else None
         try:
             if warm is not None:
@@ -179,10 +185,21 @@ class DockerBackend:
                 container_id = create_container(client, image, limits, skill_dir=skill_dir,
                                                 skill_bytes=len(skill_tar))
                 sock, started = start_attached(client, container_id), time.monotonic()
-            result = self._exchange(client, container_id, sock, payload, marker.encode(), limits, started)
-        except BaseException:
+            result = self._exchange(client, container_id, sock, payload, marker.encode(), limits, started,
+                                    request)
+        except BaseException as exc:
+            removed = True
             if container_id is not None:
-                _remove(client, container_id)  # interrupted or failed: remove now, before anything else
+                removed = _remove(client, container_id)  # interrupted or failed: remove now, before anything else
+            if isinstance(exc, RunInterrupted):
+                exc.removed = removed
+                exc.result.isolation = isolation_line(limits, copy, pooled=warm is not None)
+                raise
+            if isinstance(exc, KeyboardInterrupt):  # before the script's output began
+                partial = ExecuteResult(exit_code=None, stdout="", stderr="",
+                                        duration_ms=(time.monotonic() - begun) * 1000.0, backend=self.name,
+                                        interrupted=True)
+                raise RunInterrupted(partial, removed) from None
             raise
         else:
             remove_later(client, container_id)  # the result is known; its removal need not delay it
@@ -204,18 +221,28 @@ class DockerBackend:
         return self.skill_transfer == "copy"
 
     def _exchange(self, client, container_id: str, sock, payload: list, marker: bytes, limits: Limits,
-                  started: float) -> ExecuteResult:
+                  started: float, request=None) -> ExecuteResult:
         """Send the job to the launcher, read the output and the report until the deadline."""
         import docker.errors
 
         raw = getattr(sock, "_sock", sock)
-        stdout, stderr = OutputBuffer(limits.output_cap), OutputBuffer(limits.output_cap)
+        listen = getattr(request, "listener", lambda _stream: None)
+        stdout = OutputBuffer(limits.output_cap, listen("stdout"))
+        stderr = OutputBuffer(limits.output_cap, listen("stderr"))
         reader = _StreamReader(stdout, stderr, marker, trailer_cap(limits))
         try:
             deadline = time.monotonic() + limits.timeout
             sender = threading.Thread(target=_send, args=(raw, payload), daemon=True)
             sender.start()
-            timed_out = not reader.pump(raw, deadline)
+            try:
+                timed_out = not reader.pump(raw, deadline)
+            except KeyboardInterrupt:
+                with contextlib.suppress(Exception):
+                    reader._flush()
+                raise RunInterrupted(ExecuteResult(
+                    exit_code=None, stdout=stdout.text(), stderr=stderr.text(),
+                    duration_ms=(time.monotonic() - started) * 1000.0, backend=self.name, interrupted=True,
+                    stdout_truncated=stdout.truncated, stderr_truncated=stderr.truncated)) from None
             wall_ms = (time.monotonic() - started) * 1000.0
         finally:
             with contextlib.suppress(OSError):
@@ -306,6 +333,7 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
     tmpfs = {
         "/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmp_size}",
         OUTPUT_DIR: f"rw,noexec,nosuid,nodev,size={output_size(limits)},uid={UID},gid={UID},mode=0700",
+        WORKSPACE: f"rw,noexec,nosuid,nodev,size={limits.workspace_size},uid={UID},gid={UID},mode=0700",
     }
     mounts = []
     if skill_dir is None:
@@ -400,13 +428,16 @@ def start_attached(client, container_id: str):
 
 
 def isolation_line(limits: Limits, copy: bool, pooled: bool = False) -> str:
+    """What the run's container enforced. The same settings give the same words whether the container was
+    fresh or warm, and whether the skill was mounted or copied in: both are read-only to the script, so
+    `copy` and `pooled` change nothing the script could tell."""
     network = "network bridge (asked for)" if limits.network else "network none"
-    skill = "skill copied in, write-protected" if copy else "skill mounted read-only"
-    where = "docker (warm pool)" if pooled else "docker"
-    return (f"{where}: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
+    return (f"docker: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
             f"{limits.memory // 1024**2} MiB (no swap), {limits.pids} pids, {limits.cpus:g} CPU, "
             f"/tmp noexec {limits.tmp_size // 1024**2} MiB, /dev/shm noexec {SHM_SIZE // 1024**2} MiB, "
-            f"seccomp ipyskills profile, ends itself {DEADLINE_GRACE:g} s after the timeout, {skill}")
+            f"seccomp ipyskills profile, ends itself {DEADLINE_GRACE:g} s after the timeout, "
+            f"skill read-only at {WORKDIR}, workspace {WORKSPACE} "
+            f"{limits.workspace_size // 1024**2} MiB (working directory)")
 
 
 def output_size(limits: Limits) -> int:

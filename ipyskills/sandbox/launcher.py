@@ -4,9 +4,14 @@ This file is never imported on the host. Its source is passed to `python3 -I -S 
 command, so it must only use the standard library of the image's Python (3.8 or newer).
 
 Protocol (host -> container, on stdin):
-    one JSON line {"argv", "env", "cwd", "stdin", "skill_tar", "output", "home_seed", "marker",
-                   "artifact_cap", "artifact_files", "deadline"}
-    then `skill_tar` bytes (a tar of the skill when it is copied instead of mounted), then `stdin` bytes.
+    one JSON line {"argv", "env", "cwd", "skill_dir", "stdin", "skill_tar", "output", "workspace",
+                   "inputs_dir", "inputs_tar", "home_seed", "marker", "artifact_cap", "artifact_files",
+                   "deadline"}
+    then `skill_tar` bytes (a tar of the skill when it is copied instead of mounted, unpacked into
+    `skill_dir`), then `inputs_tar` bytes (the staged inputs, unpacked into `inputs_dir`), then `stdin`.
+    The output files are those under `output`, then those under `workspace` (the working directory) that
+    are not staged inputs left unchanged; a workspace file whose name an output file already has is
+    returned as `workspace/NAME`.
 Container -> host: the script writes straight to the container's stdout/stderr (the launcher copies
 nothing). When it has exited, every other process is killed, and the launcher writes the marker to stderr
 (everything the script wrote to stderr came before it), then to stdout:
@@ -228,7 +233,7 @@ def kill_everything_else():
             continue
 
 
-def list_outputs(root, cap, max_files):
+def list_outputs(root, cap, max_files, skip=None, prefix=""):
     """The output files in a stable order (files of a folder, then its subfolders, by name), walked without
     recursion: (files, omitted). `files` holds at most `max_files` entries with `returned` set while the
     byte cap allows; `omitted` counts what was left out and why. Hard links are the files they are."""
@@ -237,7 +242,7 @@ def list_outputs(root, cap, max_files):
                "deep_folders": 0, "walk_stopped": False, "unreadable": 0, "depth_cap": WALK_DEPTH,
                "walk_cap": WALK_ENTRIES}
     visited = 0
-    stack = [(root, "", 0)]
+    stack = [(root, prefix, 0)]
     while stack:
         folder, prefix, depth = stack.pop()
         try:
@@ -266,6 +271,8 @@ def list_outputs(root, cap, max_files):
                 continue
             if not stat.S_ISREG(st.st_mode):  # symlinks and devices are never returned
                 continue
+            if skip and skip.get(rel) == [st.st_size, st.st_mtime_ns]:
+                continue  # a staged input the script left as it was
             if len(files) >= max_files:
                 omitted["more_files"] += 1
                 omitted["more_bytes"] += st.st_size
@@ -279,6 +286,59 @@ def list_outputs(root, cap, max_files):
             files.append({"path": rel, "size": st.st_size, "returned": returned, "full": entry.path})
         stack.extend(reversed(subfolders))
     return files, omitted
+
+
+def unpack_inputs(fd, size, dest):
+    """Extract the staged inputs (folders and regular files) into the workspace; returns {path: [size,
+    mtime_ns]} of each file, so the ones the script leaves unchanged are not returned as artifacts."""
+    import io
+    import tarfile
+
+    data = read_exact(fd, size)
+    staged = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        for member in tar:
+            name = os.path.normpath(member.name)
+            if name.startswith(("/", "..")) or "/../" in name or name == ".":
+                continue
+            target = os.path.join(dest, name)
+            if member.isdir():
+                os.makedirs(target, exist_ok=True)
+            elif member.isfile():
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "wb") as out:
+                    src = tar.extractfile(member)
+                    while True:
+                        piece = src.read(CHUNK)
+                        if not piece:
+                            break
+                        out.write(piece)
+                st = os.stat(target)
+                staged[name] = [st.st_size, st.st_mtime_ns]
+    return staged
+
+
+def list_all(job, staged):
+    """The output folder's files, then the workspace's new or changed ones, under one pair of caps."""
+    cap, max_files = job["artifact_cap"], job["artifact_files"]
+    files, omitted = list_outputs(job["output"], cap, max_files)
+    ws = job.get("workspace")
+    if not ws:
+        return files, omitted
+    used = sum(f["size"] for f in files if f["returned"])
+    more, extra = list_outputs(ws, cap - used, max(0, max_files - len(files)), skip=staged)
+    taken = {f["path"] for f in files}
+    for f in more:
+        if f["path"] in taken:
+            f["path"] = "workspace/" + f["path"]
+    for key, value in extra.items():
+        if key in ("depth_cap", "walk_cap"):
+            continue
+        if isinstance(value, bool):
+            omitted[key] = omitted.get(key, False) or value
+        else:
+            omitted[key] = omitted.get(key, 0) + value
+    return files + more, omitted
 
 
 def open_returned(files, omitted):
@@ -325,7 +385,7 @@ def oom_kills():
     return None
 
 
-def send_trailer(job, exit_code, sig, duration_ms, deadline=False):
+def send_trailer(job, exit_code, sig, duration_ms, deadline=False, staged=None):
     """The report after the marker. Whatever goes wrong while collecting the output files is reported
     in `artifacts_error`; it never changes the script's exit code, stdout or stderr."""
     import tarfile
@@ -333,7 +393,7 @@ def send_trailer(job, exit_code, sig, duration_ms, deadline=False):
     files, omitted, error = [], {}, None
     if job.get("output") and not deadline:
         try:
-            files, omitted = list_outputs(job["output"], job["artifact_cap"], job["artifact_files"])
+            files, omitted = list_all(job, staged or {})
             open_returned(files, omitted)
         except BaseException as exc:  # noqa: BLE001 - nothing may take the script's result down
             files, error = [f for f in files if "fd" in f], f"{type(exc).__name__}: {exc}"[:500]
@@ -388,7 +448,14 @@ def main():
     job = read_header(0)
     deadline = time.monotonic() + float(job["deadline"]) if job.get("deadline") else None
     if job.get("skill_tar"):
-        unpack_skill(0, job["skill_tar"], job["cwd"])
+        unpack_skill(0, job["skill_tar"], job.get("skill_dir") or job["cwd"])
+    staged = {}
+    if job.get("inputs_tar"):
+        try:
+            staged = unpack_inputs(0, job["inputs_tar"], job["inputs_dir"])
+        except (OSError, ValueError) as exc:  # e.g. the workspace is full
+            sys.stderr.write(f"ipyskills: the inputs could not be staged in the workspace: {exc}\n")
+            sys.stderr.flush()
     env = dict(os.environ)  # the image's environment only; the host's never reaches the container
     env.update(job["env"])
     seed_home(job.get("home_seed"), env.get("HOME", "/tmp"))
@@ -417,7 +484,7 @@ def main():
     duration_ms = (time.monotonic() - started) * 1000.0
     with contextlib.suppress(BaseException):  # the exit code stays the script's whatever happens here
         kill_everything_else()
-        send_trailer(job, exit_code, sig, duration_ms)
+        send_trailer(job, exit_code, sig, duration_ms, staged=staged)
     os._exit(exit_code)
 
 

@@ -56,7 +56,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import SandboxError
+from ..errors import RunInterrupted, SandboxError
 from . import local_confine
 from .local_copy import copy_skill
 from .result import Artifact, ExecuteResult, OutputBuffer, printable_path
@@ -138,12 +138,17 @@ class _Run:
     def __init__(self, request: RunRequest, argv: list[str], work: Path):
         self.request = request
         self.limits = request.limits
-        self.argv = argv
         self.work = work
         self.skill = work / "skill"
         self.home = work / "home"
         self.tmp = work / "tmp"
         self.out = work / "out"
+        # The working directory: writable, inside the run folder (so Landlock's write rule covers it);
+        # the script is called by its path in the skill's copy, as agent clients call it.
+        self.workspace = work / "workspace"
+        self.in_workspace = getattr(request, "workdir", "workspace") != "skill"
+        self.argv = request.argv_at(str(self.skill)) if hasattr(request, "argv_at") else argv
+        self.staged: dict[str, tuple[int, int]] = {}  # input path -> (size, mtime_ns) after staging
         self.uid, self.gid = _target_ids()
         self.proc: subprocess.Popen | None = None
         self.child_pid: int | None = None
@@ -166,18 +171,36 @@ class _Run:
                 f"script {self.request.script!r} is not a regular file inside the skill "
                 "(links that leave the skill are not copied to the local sandbox)"
             )
-        for folder in (self.home, self.tmp, self.out):
+        for folder in (self.home, self.tmp, self.out, self.workspace):
             folder.mkdir(mode=0o700)
+        self.stage_inputs()
         if self.uid is not None:
             try:
                 for folder in (self.home, self.tmp, self.out):
                     os.chown(folder, self.uid, self.gid)
+                for dirpath, _dirs, files in os.walk(self.workspace):  # the inputs are the run's to change
+                    os.chown(dirpath, self.uid, self.gid)
+                    for name in files:
+                        os.chown(os.path.join(dirpath, name), self.uid, self.gid)
             except OSError as exc:
                 # e.g. root inside a user namespace that maps no other uid: run unswitched, and say so
                 self.user_error = f"uid {self.uid} is not usable here: {exc.strerror}"
                 self.uid = self.gid = None
         if self.uid is not None:
             os.chmod(self.work, 0o711)  # the run's user may pass through, not list
+
+    def stage_inputs(self) -> None:
+        inputs = getattr(self.request, "inputs", None)
+        if not inputs:
+            return
+        try:
+            inputs.copy_into(self.workspace)
+        except OSError as exc:
+            raise SandboxError(f"the inputs could not be staged in the workspace: {_full_or(exc, str(self.work))}") from None
+        for f in inputs.files:
+            if f.source is not None:
+                st = os.stat(self.workspace / f.rel)
+                self.staged[f.rel] = (st.st_size, st.st_mtime_ns)
 
     def environment(self) -> dict[str, str]:
         interpreter_dir = os.path.dirname(_python())
@@ -247,23 +270,32 @@ class _Run:
         }
         self.cgroup = local_confine.RunCgroup(self.limits.memory, self.work.name)
         spec["cgroup_procs"] = self.cgroup.procs
-        stdout = OutputBuffer(self.limits.output_cap)
-        stderr = OutputBuffer(self.limits.output_cap)
+        listen = getattr(self.request, "listener", lambda _stream: None)
+        stdout = OutputBuffer(self.limits.output_cap, listen("stdout"))
+        stderr = OutputBuffer(self.limits.output_cap, listen("stderr"))
         started = self.started = time.monotonic()
         try:
             try:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-I", "-S", HELPER, json.dumps(spec), "--", *program],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    env=env, cwd=self.skill, start_new_session=True, pass_fds=(status_w,),
+                    env=env, cwd=self.workspace if self.in_workspace else self.skill, start_new_session=True,
+                    pass_fds=(status_w,),
                 )
             except OSError as exc:
                 raise SandboxError(f"the local backend could not start a process: {exc}") from None
             finally:
                 os.close(status_w)
             timed_out = self.pump(status_r, stdout, stderr, started + self.limits.timeout)
+        except KeyboardInterrupt:
+            self.kill()  # Ctrl-C: stop everything, then hand back what was printed so far
+            raise RunInterrupted(ExecuteResult(
+                exit_code=None, stdout=stdout.text(), stderr=stderr.text(),
+                duration_ms=(time.monotonic() - started) * 1000.0, backend="local", interrupted=True,
+                stdout_truncated=stdout.truncated, stderr_truncated=stderr.truncated,
+                isolation=self.isolation())) from None
         except BaseException:
-            self.kill()  # KeyboardInterrupt or anything else: nothing may outlive the call
+            self.kill()  # anything else: nothing may outlive the call
             raise
         finally:
             os.close(status_r)
@@ -422,8 +454,21 @@ class _Run:
             stderr_truncated=stderr.truncated,
             backend="local",
             isolation=self.isolation(),
-            artifacts=collect_artifacts(self.out, self.limits.artifact_cap, self.limits.artifact_files),
+            artifacts=self.artifacts(),
         )
+
+    def artifacts(self) -> list[Artifact]:
+        """Files under the output folder, then the workspace's new or changed ones, under one pair of caps
+        (a workspace file whose name an output file has comes back as `workspace/NAME`)."""
+        cap, max_files = self.limits.artifact_cap, self.limits.artifact_files
+        found = collect_artifacts(self.out, cap, max_files)
+        if not self.in_workspace:
+            return found
+        used = sum(len(a.data) for a in found if a.data is not None)
+        taken = {a.path for a in found}
+        for a in collect_artifacts(self.workspace, cap - used, max_files - len(found), skip=self.staged):
+            found.append(Artifact(f"workspace/{a.path}", a.size, a.data) if a.path in taken else a)
+        return found
 
     def isolation(self) -> str:
         r = self.report
@@ -613,7 +658,7 @@ def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-def collect_artifacts(out: Path, cap: int, max_files: int) -> list[Artifact]:
+def collect_artifacts(out: Path, cap: int, max_files: int, skip: dict | None = None) -> list[Artifact]:
     """Regular files under `out` (top folder first, names sorted), at most `max_files`; a file's data is
     returned only while the running total stays within `cap`, otherwise it is listed with data None.
     Walked with directory fds and O_NOFOLLOW, so a link the script planted is never followed."""
@@ -636,6 +681,9 @@ def collect_artifacts(out: Path, cap: int, max_files: int) -> list[Artifact]:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode):
                     continue
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                if skip and skip.get(rel.replace(os.sep, "/")) == (st.st_size, st.st_mtime_ns):
+                    continue  # a staged input the script left as it was
                 data = None
                 if used + st.st_size <= cap:
                     data = _read_exactly(fd, st.st_size)

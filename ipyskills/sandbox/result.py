@@ -11,19 +11,28 @@ TRUNCATION_MARK = "\n[ipyskills: output truncated, {dropped} more bytes not show
 class OutputBuffer:
     """Keeps the first `cap` bytes of a stream and counts the rest, so a flood costs no memory."""
 
-    def __init__(self, cap: int):
+    def __init__(self, cap: int, listener=None):
         self.cap = cap
         self._chunks: list[bytes] = []
         self.kept = 0
         self.total = 0
+        # listener(bytes) gets each kept piece as it arrives; listener(None) once, when the cap is reached
+        self.listener = listener
 
     def write(self, data: bytes) -> None:
+        was_full = self.total > self.kept
         self.total += len(data)
         room = self.cap - self.kept
+        piece = b""
         if room > 0:
             piece = data[:room]
             self._chunks.append(piece)
             self.kept += len(piece)
+        if self.listener is not None:
+            if piece:
+                self.listener(piece)
+            if not was_full and self.total > self.kept:
+                self.listener(None)
 
     @property
     def truncated(self) -> bool:
@@ -114,6 +123,29 @@ class Artifact:
     def to_dict(self) -> dict:
         return {"path": self.path, "size": self.size, "mime": self.mime, "returned": self.data is not None}
 
+    def save(self, path, overwrite: bool = False):
+        """Write the file to `path` (a folder: saved there under its own name and subfolders). Never
+        overwrites an existing file unless `overwrite=True`: a FileExistsError-like SandboxError says so.
+        Returns the Path written."""
+        import os
+        from pathlib import Path, PurePosixPath
+
+        from ..errors import SandboxError
+        from .inputs import safe_relative, write_confined
+
+        if self.data is None:
+            raise SandboxError(f"artifact {self.path!r} ({self.size:,} bytes) was over the return cap and did not "
+                               "come back; raise artifact_cap or have the script write less")
+        target = Path(os.fspath(path)).expanduser()
+        if target.is_dir():
+            folder, rel = target, safe_relative(self.path)
+        else:
+            folder, rel = target.parent, PurePosixPath(target.name)
+        if not overwrite and os.path.lexists(Path(folder) / rel):
+            raise SandboxError(f"{Path(folder) / rel} exists; pass overwrite=True to replace it, or another path")
+        written, _renamed = write_confined(folder, rel, self.data, overwrite=overwrite)
+        return written
+
 
 @dataclass
 class ExecuteResult:
@@ -141,6 +173,10 @@ class ExecuteResult:
     skill: str = ""
     script: str = ""
     args: list[str] = field(default_factory=list)
+    interrupted: bool = False  # Ctrl-C ended the run (RunInterrupted carries this result)
+    inputs: list[str] = field(default_factory=list)  # names staged into the workspace
+    saved: list[tuple[str, str]] = field(default_factory=list)  # (artifact path, host path) after save()
+    save_note: str = ""  # what saving had to do differently (a clash renamed, an artifact not returned)
 
     @property
     def truncated(self) -> bool:
@@ -177,15 +213,54 @@ class ExecuteResult:
             "artifacts_note": self.artifacts_note,
             "artifacts_error": self.artifacts_error,
             "findings": [f.to_dict() for f in self.findings],
+            "interrupted": self.interrupted,
+            "inputs": list(self.inputs),
+            "saved": [{"artifact": a, "path": p} for a, p in self.saved],
+            "save_note": self.save_note,
         }
+
+    def save(self, folder, overwrite: bool = False) -> list[tuple[str, str]]:
+        """Write every returned artifact under `folder` (made if missing) at its own relative path, confined
+        to it. An existing file is never replaced unless `overwrite=True`: the artifact takes a free name
+        (`report (1).md`) and `save_note` says so. Returns and records (artifact path, host path) pairs."""
+        from pathlib import Path
+
+        from .inputs import safe_relative, write_confined
+
+        notes, saved = [], []
+        for artifact in self.artifacts:
+            if artifact.data is None:
+                notes.append(f"{artifact.path} not saved (over the return cap)")
+                continue
+            try:
+                rel = safe_relative(artifact.path)
+                written, renamed = write_confined(Path(folder), rel, artifact.data, overwrite=overwrite)
+            except (OSError, ValueError) as exc:
+                notes.append(f"{artifact.path} not saved ({exc})")
+                continue
+            except Exception as exc:  # noqa: BLE001 - SandboxError from confinement: said, not raised
+                notes.append(f"{artifact.path} not saved: {exc}")
+                continue
+            if renamed:
+                notes.append(f"{artifact.path} existed in {folder}; saved as {written.name}")
+            saved.append((artifact.path, str(written)))
+        self.saved = self.saved + saved
+        self.save_note = "; ".join(n for n in (self.save_note, *notes) if n)
+        return saved
 
     def status_line(self) -> str:
         parts = [f"backend={self.backend}"]
-        if self.timed_out:
+        if self.interrupted:
+            parts.append("INTERRUPTED")
+            parts.append("exit=130 (interrupted)")
+        elif self.timed_out:
             parts.append("TIMED OUT")
+            parts.append("exit=124 (timed out)")
         elif self.oom_killed:
             parts.append("OUT OF MEMORY")
-        parts.append(f"exit={self.exit_code}")
+            parts.append(f"exit={self.exit_code}")
+        else:
+            parts.append(f"exit={self.exit_code}")
         parts.append(f"{self.duration_ms:.0f} ms")
         if self.truncated:
             parts.append("output truncated")
@@ -200,6 +275,8 @@ class ExecuteResult:
             notes.append(f"artifacts: {self.artifacts_note}")
         if self.artifacts_error:
             notes.append(f"artifacts could not all be collected: {self.artifacts_error}")
+        if self.save_note:
+            notes.append(f"saving: {self.save_note}")
         return notes
 
     def __str__(self) -> str:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError, GuardBlocked, ProvisionError, SandboxError
+from ..errors import ConfigError, GuardBlocked, ProvisionError, RunInterrupted, SandboxError
 from ..settings import DEFAULT_IMAGE
 from .interpreter import command_for
 from .policy import Limits
@@ -29,11 +29,41 @@ class RunRequest:
     image: str = ""  # docker only
     requirements: object = None  # core.requirements.SkillRequirements, when dependencies are provisioned
     deps: str = "off"  # settings.DEPS_MODES: which of those requirements to provision
+    inputs: object = None  # inputs.StagedInputs: host files staged into the workspace
+    on_output: object = None  # on_output(stream, text): "stdout"/"stderr" text as it arrives (capped)
+    workdir: str = "workspace"  # the working directory: "workspace" (writable) or "skill" (read-only)
 
     @property
     def argv(self) -> list[str]:
-        """Interpreter, script path relative to the working directory, then the args (never a shell)."""
+        """Interpreter, script path relative to the skill root, then the args (never a shell)."""
         return [*command_for(self.skill_dir / self.script, self.script), *self.args]
+
+    def argv_at(self, skill_root: str) -> list[str]:
+        """Interpreter, the script by its path in the skill as the run sees it (e.g. /skill/scripts/x.py),
+        then the args: the way agent clients call a skill's scripts."""
+        path = self.script if self.workdir == "skill" else f"{skill_root.rstrip('/')}/{self.script}"
+        return [*command_for(self.skill_dir / self.script, path), *self.args]
+
+    def listener(self, stream: str):
+        """An OutputBuffer listener that hands `on_output` decoded text as it arrives (None without one).
+        A failing callback never ends the run (Ctrl-C still does)."""
+        callback = self.on_output
+        if callback is None:
+            return None
+        import codecs
+
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+        def listen(data):
+            text = ("\n[ipyskills: output cap reached; the rest of " + stream + " is not shown]\n"
+                    if data is None else decoder.decode(data))
+            if text:
+                try:
+                    callback(stream, text)
+                except Exception:  # noqa: BLE001, S110 - a display problem must not take the run down
+                    pass
+
+        return listen
 
 
 def select_backend(name: str, image: str, settings=None):
@@ -157,6 +187,9 @@ def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings
     provisioned = provision(impl, request, progress)
     try:
         result = impl.run(request)
+    except RunInterrupted as stop:
+        _label(stop.result, request, findings)
+        raise
     except SandboxError as exc:
         if not (provisioned and provisioned.image and "is not present" in str(exc)):
             raise
@@ -168,10 +201,15 @@ def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings
         request.image = base_image
         provisioned = provision(impl, request, progress)
         result = impl.run(request)
-    result.findings = list(findings)
+    _label(result, request, findings)
     result.notice = " ".join(n for n in (notice, provisioned.notice() if provisioned else "", result.notice)
                              if n)
+    return result
+
+
+def _label(result: ExecuteResult, request: RunRequest, findings) -> None:
+    result.findings = list(findings)
     result.skill = request.skill_name
     result.script = request.script
     result.args = list(request.args)
-    return result
+    result.inputs = list(request.inputs.names) if request.inputs else []

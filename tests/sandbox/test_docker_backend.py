@@ -41,18 +41,20 @@ sys.exit(7)
 
 
 @docker
-def test_working_directory_is_the_skill_and_relative_reads_work(run_in_docker):
-    files = {"scripts/read.py": "import os\nprint(os.getcwd(), open('data/in.txt').read())\n",
+def test_working_directory_is_the_workspace_and_the_skill_is_read_by_its_path(run_in_docker):
+    """The script is called by its path in the skill (as agent clients do) from a writable workspace."""
+    files = {"scripts/read.py": "import os, sys\nhere = os.path.dirname(os.path.dirname(__file__))\n"
+                                "print(os.getcwd(), sys.argv[0], open(os.path.join(here, 'data/in.txt')).read())\n",
              "data/in.txt": "payload"}
     for transfer in ("mount", "copy"):
         result = run_in_docker(files, "scripts/read.py", transfer=transfer)
-        assert result.stdout == "/skill payload\n", (transfer, result.stderr)
+        assert result.stdout == "/work /skill/scripts/read.py payload\n", (transfer, result.stderr)
 
 
 @docker
 def test_shell_scripts_and_exit_by_signal(run_in_docker):
     result = run_in_docker({"x.sh": "#!/bin/bash\necho \"$HOME $PWD\"\nkill -TERM $$\n"}, "x.sh")
-    assert result.stdout == "/tmp /skill\n"
+    assert result.stdout == "/tmp /work\n"
     assert result.exit_code == 128 + 15 and not result.oom_killed
 
 
@@ -251,10 +253,10 @@ def test_launcher_source_is_standalone():
 @docker
 def test_skill_under_a_folder_with_a_colon_is_mounted(run_in_docker, skill_maker):
     """A bind given as 'src:dst:ro' breaks on a colon in the host path; the skill must still mount."""
-    made = skill_maker({"scripts/x.py": "import os\nprint(sorted(os.listdir('.')))\n"}, name="demo")
+    made = skill_maker({"scripts/x.py": "import os\nprint(sorted(os.listdir('/skill')))\n"}, name="demo")
     skill = made.parent / "backup 2026-01-01T10:00" / "demo"
     skill.parent.mkdir(mode=0o755)
     made.rename(skill)
     result = run_in_docker({}, "scripts/x.py", skill=skill)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == "['SKILL.md', 'scripts']\n" and "mounted read-only" in result.isolation
+    assert result.stdout == "['SKILL.md', 'scripts']\n" and "skill read-only at /skill" in result.isolation

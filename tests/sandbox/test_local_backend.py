@@ -45,16 +45,19 @@ def test_runner_selects_the_local_backend_and_labels_the_result(make_skill):
     assert (result.backend, result.exit_code, result.stdout, result.skill) == ("local", 0, "fine\n", "attack")
 
 
-def test_working_directory_is_the_copy_root_and_relative_paths_work(make_skill):
+def test_working_directory_is_the_workspace_and_the_script_is_called_by_its_path(make_skill):
     skill = make_skill({
-        "scripts/read.py": "import os\nprint(os.getcwd())\nprint(open('data/table.csv').read(), end='')\n",
+        "scripts/read.py": "import os, sys\nprint(os.getcwd())\nprint(sys.argv[0])\n"
+                           "here = os.path.dirname(os.path.dirname(__file__))\n"
+                           "print(open(os.path.join(here, 'data/table.csv')).read(), end='')\n",
         "data/table.csv": "a,b\n1,2\n",
     })
     result = run(skill, "scripts/read.py")
-    cwd, rest = result.stdout.split("\n", 1)
+    cwd, argv0, rest = result.stdout.split("\n", 2)
     assert result.exit_code == 0, result.stderr
     assert rest == "a,b\n1,2\n"
-    assert os.path.basename(cwd) == "skill" and cwd != str(skill)
+    assert os.path.basename(cwd) == "workspace" and cwd != str(skill)
+    assert argv0 == os.path.join(os.path.dirname(cwd), "skill", "scripts", "read.py")
     assert not os.path.exists(cwd), "the run folder must be gone after the run"
 
 
