@@ -1,0 +1,201 @@
+"""Each claim of the local backend's isolation line, tried for real by a script, as root and as an ordinary
+user (uid 1000, as on Binder, with a venv made from the system Python, so the venv's prefix and its base
+installation are what Landlock has to let through).
+
+The probe tries: reading a world-readable file outside the run, writing a world-writable folder outside it,
+reading a host process's command line, connecting to a TCP server on the host's loopback, signalling a host
+process, and holding more memory in all than the per-run limit. Whatever the line claims must hold; whatever
+it says is NOT isolated is checked to be true as well (so the line does not under-claim by mistake either).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from local_helpers import AS_ROOT, SkillFactory
+
+REPO = str(Path(__file__).resolve().parents[2])
+USER_UID = 1000
+
+PROBE = textwrap.dedent("""
+    import json, os, signal, socket, sys
+    secret, drop, victim, port, per_child = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    out = {}
+    def attempt(name, fn):
+        try:
+            out[name] = ["ok", str(fn())[:80]]
+        except Exception as exc:
+            out[name] = ["denied", type(exc).__name__ + ": " + str(exc)[:80]]
+    attempt("read_outside", lambda: open(secret).read())
+    attempt("write_outside", lambda: open(os.path.join(drop, "planted"), "w").write("x"))
+    attempt("cmdline", lambda: open(f"/proc/{victim}/cmdline", "rb").read().replace(b"\\0", b" ").decode())
+    attempt("any_cmdline", lambda: sum(1 for p in os.listdir("/proc") if p.isdigit()
+                                       and b"ipyskills-victim" in open(f"/proc/{p}/cmdline", "rb").read()))
+    def connect():
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        s.sendall(b"leak")
+        s.close()
+    attempt("connect", connect)
+    attempt("signal", lambda: os.kill(victim, signal.SIGTERM))
+    def memory():
+        pids = []
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(per_child)  # touched: zero-filled pages are written
+                for i in range(0, per_child, 4096):
+                    block[i] = 1
+                os._exit(0)
+            pids.append(pid)
+        return [os.WEXITSTATUS(os.waitpid(p, 0)[1]) for p in pids]
+    attempt("memory", memory)
+    attempt("write_run_tmp", lambda: open(os.path.join(os.environ["TMPDIR"], "x"), "w").write("ok"))
+    print(json.dumps(out))
+""")
+
+DRIVER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from ipyskills.sandbox.local_backend import LocalBackend
+    from ipyskills.sandbox.policy import Limits
+    from ipyskills.sandbox.runner import RunRequest
+    request = RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/probe.py",
+                         args=sys.argv[2:], limits=Limits(timeout=30, memory=256 * 1024**2))
+    result = LocalBackend().run(request)
+    print(json.dumps({"stdout": result.stdout, "stderr": result.stderr, "isolation": result.isolation}))
+""")
+
+
+@pytest.fixture(scope="module")
+def user_venv():
+    """A venv for uid 1000 made from /usr/bin/python3, with this checkout on its path (like an editable
+    install); the account is created when no uid 1000 exists."""
+    if not AS_ROOT or not os.path.exists("/usr/bin/python3"):
+        pytest.skip("needs root (to act as uid 1000) and /usr/bin/python3")
+    try:
+        pwd.getpwuid(USER_UID)
+    except KeyError:
+        subprocess.run(["useradd", "-m", "-u", str(USER_UID), "ipyskills-test"], check=True)
+    venv = Path(f"/tmp/ipyskills-test-venv-{USER_UID}")
+    if not (venv / "bin" / "python").exists():
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True, user=USER_UID,
+                       group=USER_UID, cwd="/")
+        site = next(venv.glob("lib/python3*/site-packages"))
+        (site / "ipyskills-repo.pth").write_text(REPO + "\n")
+    return venv / "bin" / "python"
+
+
+@pytest.fixture
+def host():
+    """Things outside the run: a secret file, a world-writable folder, a process whose command line holds a
+    token, a TCP server on 127.0.0.1."""
+    base = Path(f"/var/tmp/ipyskills-test-host-{uuid.uuid4().hex}")
+    base.mkdir()
+    os.chmod(base, 0o755)
+    secret = base / "secret.txt"
+    secret.write_text("host secret")
+    os.chmod(secret, 0o644)
+    drop = base / "drop"
+    drop.mkdir()
+    os.chmod(drop, 0o777)
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "ipyskills-victim",
+                               "--token=s3cr3t"])
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+    server.settimeout(0.2)
+    seen, stop = [], threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            seen.append(conn.recv(100))
+            conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield {"secret": str(secret), "drop": drop, "victim": victim, "port": server.getsockname()[1], "seen": seen}
+    stop.set()
+    thread.join(2)
+    server.close()
+    victim.kill()
+    victim.wait()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("who", ["root", "uid1000"])
+def test_every_claim_of_the_line_holds_and_every_gap_is_real(who, host, request):
+    if who == "root" and not AS_ROOT:
+        pytest.skip("runs as the current user only")
+    factory = SkillFactory()
+    request.addfinalizer(factory.cleanup)
+    skill = factory({"scripts/probe.py": PROBE}, name="probe")
+    per_child = 150 * 1024**2  # three of these: more than the run's 256 MiB in all
+    args = [host["secret"], str(host["drop"]), str(host["victim"].pid), str(host["port"]), str(per_child)]
+    if who == "root":
+        python, popen = sys.executable, {}
+    else:
+        python = str(request.getfixturevalue("user_venv"))
+        popen = {"user": USER_UID, "group": USER_UID, "extra_groups": [], "cwd": "/",
+                 "env": {"PATH": "/usr/bin:/bin", "HOME": pwd.getpwuid(USER_UID).pw_dir}}
+    done = subprocess.run([python, "-c", DRIVER, str(skill), *args], capture_output=True, text=True, timeout=90,
+                          check=False, **popen)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    iso = out["isolation"]
+    probe = json.loads(out["stdout"])
+    assert probe["write_run_tmp"][0] == "ok"  # the run's own folder stays writable
+    if "writes only the run folder" in iso:
+        assert probe["read_outside"][0] == "denied" and probe["write_outside"][0] == "denied", probe
+    else:
+        assert "filesystem reads" in iso
+    assert not (host["drop"] / "planted").exists() or "writes only the run folder" not in iso
+    if "host processes: not visible" in iso or "host processes: /proc not readable" in iso:
+        assert probe["cmdline"][0] == "denied", probe
+        assert probe["any_cmdline"][0] == "denied" or probe["any_cmdline"] == ["ok", "0"], probe
+        assert "s3cr3t" not in json.dumps(probe)
+    else:
+        assert "host processes: command lines readable" in iso
+    if "network: none" in iso or "network: TCP connect and bind denied" in iso:
+        assert probe["connect"][0] == "denied"
+        time.sleep(0.3)
+        assert host["seen"] == []
+    if "signals and abstract unix sockets: the run's own only" in iso or "processes: pid namespace" in iso:
+        assert probe["signal"][0] == "denied", probe
+    assert host["victim"].poll() is None  # the host process lives on
+    if "total memory: NOT limited (per process 256 MiB" in iso:
+        assert probe["memory"] == ["ok", "[0, 0, 0]"], probe  # the truth behind "NOT limited"
+    else:
+        assert "total memory: 256 MiB (cgroup v2)" in iso
+        assert probe["memory"][1] != "[0, 0, 0]", probe
+    # Where this kernel has Landlock, everything above is claimed, for root and non-root alike.
+    if os.path.exists("/sys/kernel/security/landlock") or _landlock_abi() >= 6:
+        for claim in ("writes only the run folder", "signals and abstract unix sockets: the run's own only"):
+            assert claim in iso, iso
+        assert "host processes: command lines readable" not in iso
+
+
+def _landlock_abi() -> int:
+    sys.path.insert(0, str(Path(REPO) / "ipyskills" / "sandbox"))
+    try:
+        import local_isolation
+
+        return local_isolation.landlock_abi()
+    finally:
+        sys.path.pop(0)
