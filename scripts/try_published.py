@@ -24,6 +24,11 @@ numbers before and after dependency provisioning. Sequential (one run at a time)
 
     python scripts/try_published.py /tmp/published/anthropics-skills ... [--json OUT] [--limit N]
         [--deps auto|declared|off] [--timeout 30] [--skill NAME]... [--no-guard] [--image TAG]
+        [--workdir workspace|skill]
+
+`--workdir skill` runs every script the old way (working directory = the read-only skill, script path
+relative to it) instead of the default writable workspace with the script called by its path in the skill,
+so the two layouts can be compared on the same scripts.
 """
 
 from __future__ import annotations
@@ -310,7 +315,19 @@ def main(argv=None) -> int:
     parser.add_argument("--no-guard", action="store_true", help="skip the static guard")
     parser.add_argument("--image", help="run in this image as is (default: the configured sandbox image, "
                                         "switched to a profile image such as office when a skill needs it)")
+    parser.add_argument("--workdir", choices=("workspace", "skill"), default="workspace",
+                        help="the run's working directory: the writable workspace (default) or the skill")
     args = parser.parse_args(argv)
+    if args.workdir == "skill":
+        from ipyskills.sandbox import runner
+
+        original = runner.run
+
+        def run_in_skill(request, *a, **k):
+            request.workdir = "skill"
+            return original(request, *a, **k)
+
+        runner.run = run_in_skill
     if args.reclassify:
         data = reclassify(json.loads(Path(args.reclassify).read_text(encoding="utf-8")))
         print_tables(data)

@@ -237,6 +237,7 @@ class DockerBackend:
             try:
                 timed_out = not reader.pump(raw, deadline)
             except KeyboardInterrupt:
+                stdout.listener = stderr.listener = None  # what is held back is kept, not shown again
                 with contextlib.suppress(Exception):
                     reader._flush()
                 raise RunInterrupted(ExecuteResult(
