@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 
     cleanup = sub.add_parser("cleanup", help="remove leftover sandbox containers (and unused dependency images)",
                              description="Remove sandbox containers whose owning process is gone "
-                             "(or all sandbox containers with --all). With --images, also remove dependency "
+                             "(or all sandbox containers with --all), and local run folders of dead owners. With --images, also remove dependency "
                              "images (ipyskills-deps:*) that none of the skills in view needs with the "
                              "current sandbox images; the skills in view are those of the configured roots, "
                              "or of --dir. A removed dependency image is rebuilt by the next run that needs it.")
@@ -153,19 +153,31 @@ def run_status(args) -> int:
 
 
 def run_cleanup(args) -> int:
+    from ..errors import SandboxError
     from ..sandbox.docker_backend import cleanup
     from ..sandbox.docker_client import connect
+    from ..sandbox.local_backend import remove_tree
+    from ..sandbox.local_confine import remove_stale
     from ..sandbox.provision.docker_image import remove_tags, unused_tags
     from .core_cmds import make_registry
 
-    removed = cleanup(all_owners=args.all)
+    local = remove_stale(remove_tree)  # local runs whose owner died: their folders (and cgroups)
+    try:
+        removed = cleanup(all_owners=args.all)
+    except SandboxError:
+        if not local:
+            raise
+        removed = []  # no Docker engine here (Binder): the local part is what there was to do
     images = []
     if args.images:
         client = connect()
         images = remove_tags(client, unused_tags(client, wanted_request_tags(make_registry(args), client)))
     if args.json:
-        print(json.dumps({"removed": removed, **({"removed_images": images} if args.images else {})}))
+        print(json.dumps({"removed": removed, "removed_local": local,
+                          **({"removed_images": images} if args.images else {})}))
         return 0
+    if local:
+        print(f"removed {len(local)} local run folder(s) of dead owners: {' '.join(local)}")
     if removed:
         print(f"removed {len(removed)} sandbox container(s): {' '.join(removed)}")
     else:

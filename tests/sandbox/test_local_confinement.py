@@ -199,3 +199,55 @@ def _landlock_abi() -> int:
         return local_isolation.landlock_abi()
     finally:
         sys.path.pop(0)
+
+
+OWNER = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from ipyskills.sandbox.local_backend import LocalBackend
+    from ipyskills.sandbox.policy import Limits
+    from ipyskills.sandbox.runner import RunRequest
+    LocalBackend().run(RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/sleep.py",
+                                  args=[os.environ["MARKER"]], limits=Limits(timeout=60)))
+""")
+
+
+def test_a_killed_owner_takes_its_run_along_and_its_folder_goes_at_the_next_start(request):
+    import tempfile
+
+    from ipyskills.sandbox.local_backend import remove_tree
+    from ipyskills.sandbox.local_confine import remove_stale
+
+    factory = SkillFactory()
+    request.addfinalizer(factory.cleanup)
+    marker = f"ipyskills-sleeper-{uuid.uuid4().hex}"
+    skill = factory({"scripts/sleep.py": "import time\ntime.sleep(60)\n"}, name="probe")
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(skill)], cwd=REPO, env={**os.environ, "MARKER": marker})
+
+    def marked():
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if marker.encode() in fh.read():
+                        found.append(entry)
+            except OSError:
+                continue
+        return found
+
+    deadline = time.monotonic() + 15
+    while not marked() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marked(), "the run did not start"
+    owner.kill()
+    owner.wait()
+    deadline = time.monotonic() + 5
+    while marked() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not marked(), "the run outlived its owner"
+    root = os.environ.get("TMPDIR") or tempfile.gettempdir()
+    left = [n for n in os.listdir(root) if n.startswith(f"ipyskills-local-{owner.pid}-")]
+    assert left  # SIGKILL leaves the owner no time to clean up ...
+    removed = remove_stale(remove_tree)  # ... so the next start (or `ipyskills sandbox cleanup`) does
+    assert all(os.path.join(root, n) in removed for n in left)
+    assert not [n for n in os.listdir(root) if n.startswith(f"ipyskills-local-{owner.pid}-")]
