@@ -60,24 +60,28 @@ def _too_broad(path: str) -> bool:
 def landlock_plan(work: Path, env: dict[str, str], programs: list[str], block_tcp: bool) -> dict:
     """Reads: the system folders, each Python's prefixes and import path, PYTHONPATH/NODE_PATH of the run;
     reads and writes: the run folder (skill copy, home, tmp, outputs, workspace)."""
+    read = _read_paths(tuple(p for p in programs if p), env.get("PYTHONPATH", ""), env.get("NODE_PATH", ""))
+    return {"read": list(read), "write": [str(work)], "devices": list(DEVICES), "block_tcp": block_tcp}
+
+
+@functools.lru_cache(maxsize=32)
+def _read_paths(programs: tuple[str, ...], pythonpath: str, nodepath: str) -> tuple[str, ...]:
     read: list[str] = list(SYSTEM_READ)
     for pattern in SYSTEM_READ_GLOBS:
         read += sorted(glob.glob(pattern))
     for program in programs:
-        if not program:
-            continue
         read.append(os.path.dirname(program))
         if os.path.basename(program).startswith("python"):
             read += interpreter_paths(program)
-    for var in ("PYTHONPATH", "NODE_PATH"):
-        read += [p for p in env.get(var, "").split(os.pathsep) if p]
+    for value in (pythonpath, nodepath):
+        read += [p for p in value.split(os.pathsep) if p]
     seen: set[str] = set()
     plan_read = []
     for path in read:
         if path and os.path.isabs(path) and path not in seen and not _too_broad(path):
             seen.add(path)
             plan_read.append(path)
-    return {"read": plan_read, "write": [str(work)], "devices": list(DEVICES), "block_tcp": block_tcp}
+    return tuple(plan_read)
 
 
 # -- run-wide memory ---------------------------------------------------------------------------------------
