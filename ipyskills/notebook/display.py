@@ -371,11 +371,47 @@ def result_status(result) -> str:
     return f"{line} · {result.isolation}" if getattr(result, "isolation", "") else line
 
 
+# A run's stdout/stderr in the notebook: the HTML shows this many characters (start and end, marked), the
+# plain-text form (stored next to the HTML in the .ipynb) far fewer; `result.stdout` keeps everything.
+RUN_HTML_CAP = 50_000
+RUN_PLAIN_CAP = 2_000
+MARKDOWN_PREVIEW_CAP = 20_000
+
+
+def run_text_cut(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    head = cap * 2 // 3
+    tail = cap - head
+    return (text[:head] + f"\n[ipyskills: {len(text) - cap:,} characters not shown here; the full text is in "
+            "the result object (.stdout / .stderr)]\n" + text[len(text) - tail:])
+
+
+def saved_link(path: str) -> str:
+    """A link JupyterLab opens in its own file browser (relative to the notebook's folder, which is the
+    kernel's working directory); a file outside it is named, not linked."""
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        rel = None
+    if rel is None or rel.startswith(".."):
+        return f"<code>{esc(path)}</code>"
+    from urllib.parse import quote
+
+    return f'<a href="{esc(quote(rel.replace(os.sep, "/")))}" target="_blank"><code>{esc(rel)}</code></a>'
+
+
 def artifact_html(artifact) -> str:
     name = esc(artifact.path)
     if artifact.data is None:
         return f"<li><code>{name}</code> ({artifact.size} bytes, over the return cap, not returned)</li>"
     mime = artifact.mime
+    if artifact.path.lower().endswith((".md", ".markdown")):
+        text = artifact.data.decode("utf-8", errors="replace")
+        return (f"<li><code>{name}</code> ({artifact.size} bytes)"
+                f"{details('preview', markdown_html(display_cut(text, MARKDOWN_PREVIEW_CAP)), open_=True)}</li>")
     if mime in _IMAGE_MIMES:
         return f"<li><code>{name}</code><br>{image_html(artifact.data, mime, artifact.path)}</li>"
     if mime in ("text/csv", "text/tab-separated-values"):
@@ -400,17 +436,25 @@ def result_bundle(result) -> dict:
     if result.findings:
         parts.append(details(f"guard findings ({len(result.findings)})", findings_html(result.findings), True))
         text += ["guard findings:", *(f"  {f}" for f in result.findings)]
+    if getattr(result, "inputs", None):
+        parts.append(f'<div class="muted">inputs in the workspace: {esc(", ".join(result.inputs))}</div>')
+        text.append(f"inputs: {', '.join(result.inputs)}")
     if result.stdout:
-        parts.append(details("stdout", pre(result.stdout), open_=True))
-        text += ["--- stdout", result.stdout.rstrip("\n")]
+        parts.append(details("stdout", f"<pre>{esc(run_text_cut(result.stdout, RUN_HTML_CAP))}</pre>", open_=True))
+        text += ["--- stdout", run_text_cut(result.stdout, RUN_PLAIN_CAP).rstrip("\n")]
     if result.stderr:
-        parts.append(details("stderr", f'<pre style="color:#cf222e">{esc(display_cut(result.stderr))}</pre>',
-                             open_=True))
-        text += ["--- stderr", result.stderr.rstrip("\n")]
+        parts.append(details("stderr", f'<pre style="color:#cf222e">{esc(run_text_cut(result.stderr, RUN_HTML_CAP))}'
+                             "</pre>", open_=True))
+        text += ["--- stderr", run_text_cut(result.stderr, RUN_PLAIN_CAP).rstrip("\n")]
     if result.artifacts:
         items = "".join(artifact_html(a) for a in result.artifacts)
         parts.append(details(f"artifacts ({len(result.artifacts)})", f"<ul>{items}</ul>", open_=True))
         text += ["--- artifacts", *(f"  {a.path} ({a.mime}, {a.size} bytes)" for a in result.artifacts)]
+    saved = getattr(result, "saved", None)
+    if saved:
+        items = "".join(f"<li><code>{esc(a)}</code> → {saved_link(p)}</li>" for a, p in saved)
+        parts.append(details(f"saved ({len(saved)})", f"<ul>{items}</ul>", open_=True))
+        text += ["--- saved", *(f"  {a} -> {p}" for a, p in saved)]
     for note in result.artifact_notes():
         parts.append(f'<div style="color:{_STATUS_COLOUR["warnings"]}">{esc(note)}</div>')
         text.append(note)

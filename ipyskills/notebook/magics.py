@@ -19,6 +19,7 @@ import argparse
 import difflib
 import hashlib
 import shlex
+import sys
 from pathlib import Path
 
 from IPython.core import magic_arguments as ma
@@ -472,6 +473,12 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.argument("--stdin", dest="stdin_var", default=None, metavar="VAR",
                  help="give the script the value of the variable VAR as stdin (str or bytes; other values "
                       "as JSON); not with a cell body")
+    @ma.argument("--input", dest="inputs", action="append", default=None, metavar="PATH",
+                 help="copy this file or folder into the run's workspace (its working directory) first; "
+                      "repeatable")
+    @ma.argument("--save", dest="save_to", default=None, metavar="DIR",
+                 help="write the files the script made to DIR (never over an existing file), linked in the "
+                      "result")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="also keep the result in the variable VAR")
     @ma.argument("name", metavar="NAME", help="the skill")
@@ -483,10 +490,16 @@ class IPySkills(IPySkillsConfig, Magics):
         """Run a skill's script in the sandbox; the cell body is its stdin.
 
         %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [--deps MODE]
-                    [--stdin VAR] [-o VAR] NAME SCRIPT [ARGS...]
+                    [--stdin VAR] [--input PATH]... [--save DIR] [-o VAR] NAME SCRIPT [ARGS...]
 
         The line expands notebook variables as IPython does ({var}, $var; $$ for a literal $); the cell
         body is passed as it is.
+
+        The script runs in a writable workspace (its working directory; the skill is read-only at its
+        own path). --input stages a notebook-side file or folder there under its own name; files the
+        script writes there or in $IPYSKILLS_OUTPUT come back as artifacts, and --save DIR writes them to
+        DIR with links in the result. Output shows live while the script runs; Ctrl-C (interrupt the
+        kernel) stops it and keeps what it printed.
 
         Before the first run of a skill whose Python requirements the sandbox lacks, they are installed
         (progress shows while that happens; it does not count against the timeout).
@@ -507,15 +520,30 @@ class IPySkills(IPySkillsConfig, Magics):
             if cell and cell.strip():
                 raise UsageError("--stdin VAR and a cell body both give stdin: use one of them")
             stdin = self._stdin_from(args.stdin_var)
-        result = self._call(
-            self.registry.run, args.name, args.script, args=list(args.args), stdin=stdin,
-            backend=args.backend or self.sandbox_backend,
-            timeout=args.timeout if args.timeout is not None else self.timeout,
-            memory=args.memory or self.memory,
-            network=bool(args.network) if args.network is not None else self.network,
-            guard=self.guard if args.guard is None else args.guard,
-            deps=args.deps or self.deps, progress=_progress_log(),
-        )
+        from ..errors import RunInterrupted
+        from .live import LiveOutput
+
+        live = LiveOutput(f"{args.name}/{args.script}", self.shell)
+        try:
+            result = self._call(
+                self.registry.run, args.name, args.script, args=list(args.args), stdin=stdin,
+                backend=args.backend or self.sandbox_backend,
+                timeout=args.timeout if args.timeout is not None else self.timeout,
+                memory=args.memory or self.memory,
+                network=bool(args.network) if args.network is not None else self.network,
+                guard=self.guard if args.guard is None else args.guard,
+                deps=args.deps or self.deps, progress=_progress_log(),
+                inputs=args.inputs, save_to=args.save_to, on_output=live,
+            )
+        except RunInterrupted as stop:
+            live.interrupted(stop.line(), stop.result)  # the output so far and one line, no traceback
+            if args.var:
+                self.shell.user_ns[args.var] = stop.result
+            return None
+        except KeyboardInterrupt:
+            print("interrupted before the script started; nothing is left running", file=sys.stderr)
+            return None
+        live.finish()
         if args.var:
             self.shell.user_ns[args.var] = result
         return result
