@@ -216,7 +216,7 @@ def _check_name(frontmatter: dict, folder_name: str | None, written: dict) -> li
     if any("A" <= c <= "Z" for c in name):
         problems.append(_error(
             "name-uppercase", "name",
-            f"Skill name '{name}' must be lowercase; use '{_ascii_lower(name)}' (and the same folder name).",
+            f"Skill name '{name}' must be lowercase; use '{suggest_name(name)}' (and the same folder name).",
         ))
     if name.startswith("-") or name.endswith("-"):
         problems.append(_error("name-hyphen-edge", "name",
@@ -544,6 +544,14 @@ def _as_problem(exc: InvalidSkill) -> Problem:
 
 def _error(code: str, field_name: str | None, message: str) -> Problem:
     return Problem(code, field_name, message, "error")
+
+
+def suggest_name(name: str) -> str:
+    """A valid name close to `name`: ASCII lowercase, anything but a-z/0-9 as one '-', no edge hyphens,
+    at most MAX_NAME_LENGTH ('Hello_World' -> 'hello-world'). 'my-skill' when nothing is left."""
+    lowered = _ascii_lower(name)
+    out = re.sub(r"-+", "-", "".join(c if c in _NAME_CHARS else "-" for c in lowered)).strip("-")
+    return out[:MAX_NAME_LENGTH].rstrip("-") or "my-skill"
 
 
 def _ascii_lower(text: str) -> str:

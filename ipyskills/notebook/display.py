@@ -295,7 +295,10 @@ def report_parts(report) -> tuple[str, str]:
     status = "invalid" if errors else ("warnings" if problems else "valid")
     verdict = {"valid": "Valid skill", "warnings": "Valid skill, with warnings",
                "invalid": f"Invalid skill: {len(errors)} error(s)"}[status]
-    html_ = f'<div class="card">{badge(status)} {esc(verdict)} <code>{esc(report.path)}</code></div>'
+    colour = _STATUS_COLOUR.get(status, "#6e7781")
+    mark = (f'<span style="color:{colour};font-weight:600" title="{esc(status)}">{_STATUS_MARK.get(status, "?")} '
+            f"{esc(verdict)}</span>")  # the mark and the verdict once ("✓ Valid skill", not "✓ valid Valid skill")
+    html_ = f'<div class="card">{mark} <code>{esc(report.path)}</code></div>'
     html_ += problems_html(problems)
     return "\n".join([f"{verdict}: {report.path}", *problems_text(problems)]), html_
 

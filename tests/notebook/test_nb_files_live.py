@@ -118,3 +118,25 @@ def test_long_output_head_and_tail_stored_once(ip, report_skill):
     assert len(bundle["text/html"]) < RUN_HTML_CAP + 5000
     assert len(bundle["text/plain"]) < RUN_PLAIN_CAP + 1000  # short next to the HTML: stored once
     assert "the full text is in the result object" in bundle["text/plain"]
+
+
+def test_small_items_of_point_9():
+    from ipyskills.core.validate import check_frontmatter, suggest_name
+    from ipyskills.notebook.display import report_parts
+    from ipyskills.sandbox.docker_backend import isolation_line
+    from ipyskills.sandbox.policy import Limits
+    from ipyskills.sandbox.result import ExecuteResult
+
+    assert suggest_name("Hello_World") == "hello-world"
+    messages = " ".join(p.message for p in check_frontmatter({"name": "Hello_World", "description": "x"}, None))
+    assert "use 'hello-world'" in messages
+
+    class Report:
+        path, problems = "skills/x", []
+
+    _text, html = report_parts(Report())
+    assert "Valid skill" in html and "valid Valid" not in html
+    limits = Limits()
+    assert isolation_line(limits, copy=False) == isolation_line(limits, copy=True, pooled=True)
+    timed = ExecuteResult(exit_code=None, stdout="", stderr="", duration_ms=5.0, timed_out=True)
+    assert "exit=124 (timed out)" in timed.status_line() and "None" not in timed.status_line()
