@@ -32,6 +32,7 @@ TRAIT_FIELDS = {
     "output_cap": "output_cap",
     "guard": "guard",
     "pool_size": "pool_size",
+    "pool_max": "pool_max",
     "deps": "deps",
 }
 
@@ -62,6 +63,9 @@ class IPySkillsConfig(Configurable):
     pool_size = Int(_DEFAULTS.pool_size,
                     help="Docker containers started ahead of runs, each used once (0 turns the warm pool "
                          "off).").tag(config=True)
+    pool_max = Int(_DEFAULTS.pool_max,
+                   help="The most containers the warm pool grows to for a burst of parallel runs (capped at "
+                        "8); it shrinks back to pool_size when idle.").tag(config=True)
     deps = Enum(DEPS_MODES, default_value=_DEFAULTS.deps,
                 help="What a run installs into the sandbox before it starts: auto (every requirement found, "
                      "imports included), declared (PEP 723 blocks, requirements files and install lines in "
@@ -92,10 +96,10 @@ class IPySkillsConfig(Configurable):
             raise TraitError(str(exc)) from None
         return proposal["value"]
 
-    @validate("pool_size")
+    @validate("pool_size", "pool_max")
     def _check_pool_size(self, proposal):
         if proposal["value"] < 0:
-            raise TraitError(f"IPySkills.pool_size must be 0 (off) or more, got {proposal['value']!r}")
+            raise TraitError(f"IPySkills.{proposal['trait'].name} must be 0 (off) or more, got {proposal['value']!r}")
         return proposal["value"]
 
     @validate("eval_parallel")
