@@ -131,7 +131,7 @@ def sustained(regs: dict, seconds: float, pause: float) -> dict:
             samples: list = []
             lock = threading.Lock()
 
-            def worker():
+            def worker(reg=reg, stop=stop, samples=samples, lock=lock):
                 while time.perf_counter() < stop:
                     sample = one_run(reg)
                     with lock:

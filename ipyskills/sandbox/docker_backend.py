@@ -314,10 +314,8 @@ def _on_first_start(client) -> None:
 
 
 def _cleanup_quietly(client) -> None:
-    try:
+    with contextlib.suppress(Exception):  # best effort; `ipyskills sandbox cleanup` says what went wrong
         cleanup(client)
-    except Exception:  # noqa: BLE001 - best effort; `ipyskills sandbox cleanup` says what went wrong
-        pass
 
 
 def _endpoint_of(client) -> str:
@@ -774,7 +772,8 @@ def heal(client, everything: bool = False) -> bool:
         retry = [cid for cid, c in _unremoved.items() if _endpoint_of(c) == endpoint]
         tracked, creating = set(_live), set(_creating)
         lost = {t for t, c in _lost.items() if _endpoint_of(c) == endpoint}
-    ok = all([_remove(client, cid) for cid in retry])
+    results = [_remove(client, cid) for cid in retry]  # every one tried, not only up to the first failure
+    ok = all(results)
     for container in ours:
         cid, labels = container.get("Id", ""), container.get("Labels") or {}
         token = labels.get(LABEL_CREATE)

@@ -17,6 +17,7 @@ talks to an engine) puts a handler in front of whatever was there:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -86,10 +87,8 @@ def _end_runs() -> None:
 
 def _handle(signum, frame):
     previous = _installed.get(signum, signal.SIG_DFL)
-    try:
+    with contextlib.suppress(Exception):  # the signal must still be passed on
         end_runs()
-    except Exception:  # noqa: BLE001 - the signal must still be passed on
-        pass
     if callable(previous):
         return previous(signum, frame)
     if previous == signal.SIG_IGN:

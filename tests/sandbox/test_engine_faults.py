@@ -40,7 +40,7 @@ class PrivateEngine:
              "--bridge", "none", "--iptables=false", "--shutdown-timeout", "2"],
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout
-        while subprocess.run(["docker", "-H", self.host, "version"], capture_output=True).returncode != 0:
+        while subprocess.run(["docker", "-H", self.host, "version"], capture_output=True, check=False).returncode != 0:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the private engine did not start: {(self.root / 'dockerd.log').read_text()[-2000:]}")
             time.sleep(0.2)
@@ -59,14 +59,14 @@ class PrivateEngine:
         labels = ["--filter", f"label={db.LABEL}=1"]
         if pid is not None:
             labels += ["--filter", f"label={db.LABEL_PID}={pid}"]
-        out = subprocess.run(["docker", "-H", self.host, "ps", "-aq", *labels], capture_output=True, text=True)
+        out = subprocess.run(["docker", "-H", self.host, "ps", "-aq", *labels], capture_output=True, text=True, check=False)
         return out.stdout.split()
 
     def close(self) -> None:
         self.stop()
         self.log.close()
         subprocess.run(["sh", "-c", f"grep -o ' {self.root}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l"],
-                       capture_output=True)
+                       capture_output=True, check=False)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -74,13 +74,13 @@ class PrivateEngine:
 def private_engine():
     if shutil.which("dockerd") is None or os.geteuid() != 0:
         pytest.skip("a private Docker engine needs dockerd and root")
-    if subprocess.run(["docker", "image", "inspect", DEFAULT_IMAGE], capture_output=True).returncode != 0:
+    if subprocess.run(["docker", "image", "inspect", DEFAULT_IMAGE], capture_output=True, check=False).returncode != 0:
         pytest.skip(f"the sandbox image {DEFAULT_IMAGE} is not on the shared engine")
     engine = PrivateEngine(Path(tempfile.mkdtemp(prefix="ipyskills-engine-", dir="/tmp")))
     try:
         engine.start()
         save = subprocess.Popen(["docker", "save", DEFAULT_IMAGE], stdout=subprocess.PIPE)
-        load = subprocess.run(["docker", "-H", engine.host, "load"], stdin=save.stdout, capture_output=True)
+        load = subprocess.run(["docker", "-H", engine.host, "load"], stdin=save.stdout, capture_output=True, check=False)
         save.stdout.close()
         assert save.wait() == 0 and load.returncode == 0, load.stderr
         yield engine

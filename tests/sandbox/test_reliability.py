@@ -170,8 +170,6 @@ def test_failed_removal_is_retried_in_the_background(docker_backend, monkeypatch
 
 @docker
 def test_first_start_removes_containers_of_dead_owners(docker_backend):
-    from ipyskills.sandbox.policy import Limits
-
     client = docker_backend.client()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
@@ -187,3 +185,33 @@ def test_first_start_removes_containers_of_dead_owners(docker_backend):
             client.api.remove_container(created["Id"], force=True)
         except Exception:  # noqa: BLE001,S110 - already gone, as it should be
             pass
+
+
+@docker
+@pytest.mark.slow
+def test_pool_grows_to_the_burst_and_shrinks_back(docker_backend, monkeypatch):
+    from ipyskills.sandbox.policy import Limits
+
+    client = docker_backend.client()
+    pool = pool_mod.ContainerPool(client, docker_backend.image, Limits(), size=1, max_size=4)
+    taken = []
+    try:
+        pool.warm(wait=30)
+        for _ in range(4):  # a burst of 4 parallel calls: one warm, three misses
+            warm = pool.take()
+            if warm is not None:
+                taken.append(warm)
+        assert pool.target() == 4
+        pool.refill()
+        assert wait_for(lambda: len(pool.idle_ids()) == 4, timeout=60), pool.status()
+        assert pool.status()["starting"] == 0
+        monkeypatch.setattr(pool_mod, "SHRINK_AFTER", 0.5)  # the burst is old: back to size 1
+        with pool._cond:
+            pool._cond.notify_all()
+        assert wait_for(lambda: len(pool.idle_ids()) == 1, timeout=30), pool.status()
+    finally:
+        for warm in taken:
+            pool_mod._close(warm)
+            db._remove(client, warm.id)
+        pool.drain()
+    assert db.flush_removals(timeout=30)
