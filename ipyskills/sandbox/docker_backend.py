@@ -427,11 +427,12 @@ def start_attached(client, container_id: str):
 
 
 def isolation_line(limits: Limits, copy: bool, pooled: bool = False) -> str:
-    """What the run's container enforced. The same settings give the same words whether the container was
-    fresh or warm, and whether the skill was mounted or copied in: both are read-only to the script, so
-    `copy` and `pooled` change nothing the script could tell."""
+    """What the run's container enforced. The same settings give the same words whether the skill was
+    mounted or copied in (both are read-only to the script); a warm container only adds "(warm pool)"
+    after "docker", saying where the container came from, not what it enforced."""
     network = "network bridge (asked for)" if limits.network else "network none"
-    return (f"docker: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
+    where = "docker (warm pool)" if pooled else "docker"
+    return (f"{where}: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
             f"{limits.memory // 1024**2} MiB (no swap), {limits.pids} pids, {limits.cpus:g} CPU, "
             f"/tmp noexec {limits.tmp_size // 1024**2} MiB, /dev/shm noexec {SHM_SIZE // 1024**2} MiB, "
             f"seccomp ipyskills profile, ends itself {DEADLINE_GRACE:g} s after the timeout, "

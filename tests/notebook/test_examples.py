@@ -179,6 +179,8 @@ def check_sandbox(out: Outputs, backend: str) -> None:
         line = next(ln for ln in probe.splitlines() if ln.startswith(attempt))
         assert "stopped" in line, line
     assert "DEMO_API_KEY visible: False" in probe
+    workspace_line = next(ln for ln in probe.splitlines() if ln.startswith("write report.txt (the workspace)"))
+    assert "ALLOWED" in workspace_line, workspace_line  # the working directory is writable
     if backend == "docker":
         assert "write /etc/passwd                    stopped: Read-only file system" in probe
     assert f"backend:   {backend}" in out.text('print("backend:  ", probe.backend)')

@@ -137,6 +137,8 @@ def test_small_items_of_point_9():
     _text, html = report_parts(Report())
     assert "Valid skill" in html and "valid Valid" not in html
     limits = Limits()
-    assert isolation_line(limits, copy=False) == isolation_line(limits, copy=True, pooled=True)
+    assert isolation_line(limits, copy=False) == isolation_line(limits, copy=True)
+    warm = isolation_line(limits, copy=True, pooled=True)
+    assert warm == isolation_line(limits, copy=False).replace("docker:", "docker (warm pool):", 1)
     timed = ExecuteResult(exit_code=None, stdout="", stderr="", duration_ms=5.0, timed_out=True)
     assert "exit=124 (timed out)" in timed.status_line() and "None" not in timed.status_line()

@@ -58,7 +58,7 @@ with open(os.path.join(os.environ["IPYSKILLS_OUTPUT"], "out.bin"), "wb") as fh:
     fh.write(data[::-1])
 print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "root": root, "net": net, "ifaces": ifaces,
                   "stdin": data.hex(), "args": sys.argv[1:], "cwd": os.getcwd(),
-                  "skill": sorted(os.listdir("."))}))
+                  "skill": sorted(os.listdir("/skill"))}))
 print("to stderr", file=sys.stderr)
 sys.exit(3)
 """
@@ -127,7 +127,7 @@ def test_pooled_run_gives_the_same_result_as_a_fresh_one(pooled, docker_backend,
     assert seen_warm["uid"] == seen_warm["gid"] == 1000
     assert seen_warm["root"] == "read-only" and seen_warm["net"] == "unreachable" and seen_warm["ifaces"] == ["lo"]
     assert bytes.fromhex(seen_warm["stdin"]) == stdin and seen_warm["args"] == ["a b", "-x"]
-    assert seen_warm["cwd"] == "/skill" and seen_warm["skill"] == ["SKILL.md", "data", "scripts"]
+    assert seen_warm["cwd"] == "/work" and seen_warm["skill"] == ["SKILL.md", "data", "scripts"]
 
 
 @docker

@@ -77,11 +77,16 @@ def main(argv=None):
 
 def read_input(path):
     if path:
+        # A relative path is looked up in the working directory first, then in this skill's folder (so
+        # `--file assets/sample.csv` finds the bundled sample from any working directory).
+        skill_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        candidates = [path] if os.path.isabs(path) else [path, os.path.join(skill_dir, path)]
+        found = next((c for c in candidates if os.path.isfile(c)), path)
         try:
-            with open(path, "rb") as fh:
+            with open(found, "rb") as fh:
                 data = fh.read(MAX_INPUT_BYTES + 1)
         except FileNotFoundError:
-            raise InputError(f"file not found: {path} (paths are relative to the skill folder)") from None
+            raise InputError(f"file not found: {path} (looked in the working directory and the skill folder)") from None
         except OSError as exc:
             raise InputError(f"cannot read {path}: {exc.strerror}") from None
     else:
