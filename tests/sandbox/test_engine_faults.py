@@ -1,10 +1,15 @@
-"""Faults of the Docker engine itself, on a private engine these tests start (own socket, data root and exec
-root; no bridge, no iptables), load the sandbox image into once per session, stop and restart at will,
-and remove afterwards. The shared engine is never touched."""
+"""Faults of the Docker engine itself, on a private engine these tests start (own socket, data root, exec
+root and bridge; no iptables), load the sandbox image into once per session, stop and restart at will,
+and remove afterwards. The shared engine is never touched.
+
+Not `--bridge none`: a dockerd started with it deletes the host's `docker0` interface, which the shared
+engine's bridge network needs (its network-enabled containers then fail to start). The private engine
+gets a bridge interface of its own instead, deleted afterwards."""
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -32,12 +37,19 @@ class PrivateEngine:
         self.host = f"unix://{root}/docker.sock"
         self.proc: subprocess.Popen | None = None
         self.log = open(root / "dockerd.log", "ab")  # noqa: SIM115 - closed in close()
+        self.bridge = f"ipysk{os.getpid() % 100000}"
+        subnet = f"10.254.{random.randrange(1, 250)}"
+        for cmd in (["ip", "link", "add", self.bridge, "type", "bridge"],
+                    ["ip", "addr", "add", f"{subnet}.1/24", "dev", self.bridge],
+                    ["ip", "link", "set", self.bridge, "up"]):
+            subprocess.run(cmd, capture_output=True, check=True)
 
     def start(self, timeout: float = 60.0) -> None:
         self.proc = subprocess.Popen(
             ["dockerd", "--host", self.host, "--data-root", str(self.root / "data"),
              "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
-             "--bridge", "none", "--iptables=false", "--shutdown-timeout", "2"],
+             "--bridge", self.bridge, "--iptables=false", "--ip-masq=false", "--ip-forward=false",
+             "--shutdown-timeout", "2"],
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout
         while subprocess.run(["docker", "-H", self.host, "version"], capture_output=True, check=False).returncode != 0:
@@ -68,12 +80,13 @@ class PrivateEngine:
         subprocess.run(["sh", "-c", f"grep -o ' {self.root}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l"],
                        capture_output=True, check=False)
         shutil.rmtree(self.root, ignore_errors=True)
+        subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, check=False)
 
 
 @pytest.fixture(scope="session")
 def private_engine():
-    if shutil.which("dockerd") is None or os.geteuid() != 0:
-        pytest.skip("a private Docker engine needs dockerd and root")
+    if shutil.which("dockerd") is None or shutil.which("ip") is None or os.geteuid() != 0:
+        pytest.skip("a private Docker engine needs dockerd, ip and root")
     if subprocess.run(["docker", "image", "inspect", DEFAULT_IMAGE], capture_output=True, check=False).returncode != 0:
         pytest.skip(f"the sandbox image {DEFAULT_IMAGE} is not on the shared engine")
     engine = PrivateEngine(Path(tempfile.mkdtemp(prefix="ipyskills-engine-", dir="/tmp")))

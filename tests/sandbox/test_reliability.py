@@ -36,7 +36,8 @@ def wait_for(predicate, timeout: float = 15.0) -> bool:
 
 
 def ours(client, pid: int | None = None) -> list:
-    return client.containers.list(all=True, filters={"label": [f"{db.LABEL}=1", f"{db.LABEL_PID}={pid or os.getpid()}"]})
+    return client.containers.list(all=True, filters={"label": [f"{db.LABEL}=1", f"{db.LABEL_PID}={pid or os.getpid()}"]},
+                                  ignore_removed=True)
 
 
 def test_guard_parse_is_thread_safe():

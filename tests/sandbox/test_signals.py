@@ -48,7 +48,8 @@ OWNER = textwrap.dedent("""
 
 
 def containers_of(client, pid: int) -> list:
-    return client.containers.list(all=True, filters={"label": [f"{db.LABEL}=1", f"{db.LABEL_PID}={pid}"]})
+    return client.containers.list(all=True, filters={"label": [f"{db.LABEL}=1", f"{db.LABEL_PID}={pid}"]},
+                                  ignore_removed=True)
 
 
 def wait_for(predicate, timeout: float = 20.0) -> bool:
