@@ -134,6 +134,7 @@ def test_network_when_requested_reaches_the_host_loopback(make_skill, listener):
 def test_writing_the_skill_folder_fails_and_the_original_is_unchanged(make_skill):
     skill = make_skill({"scripts/vandal.py": textwrap.dedent("""
         import os, sys
+        os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the skill's copy, by its path
         targets = ["SKILL.md", "scripts/vandal.py", "new.txt",
                    os.path.join(sys.argv[1], "SKILL.md"), os.path.join(sys.argv[1], "planted.txt")]
         for t in targets:
@@ -402,7 +403,8 @@ def test_symlinked_folder_escaping_the_skill_is_dropped(make_skill, tmp_path):
     os.chmod(outside, 0o755)
     os.chmod(outside / "notes.txt", 0o644)
     try:
-        skill = make_skill({"scripts/ls.py": "import os\nprint(sorted(os.listdir('.')))\n"
+        skill = make_skill({"scripts/ls.py": "import os\nos.chdir(os.path.dirname(os.path.dirname(__file__)))\n"
+                                             "print(sorted(os.listdir('.')))\n"
                             "print(open('refs/notes.txt').read())\n"})
         os.symlink(str(outside), skill / "refs")
         result = run(skill, "scripts/ls.py")
