@@ -231,7 +231,9 @@ class Discovery:
                 stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
                 entry = old.get(key)
                 if entry is None or entry[0] != stamp:
-                    entry = (stamp, *self._read(folder, skill_md, st, root.path, root_key))
+                    outside = _links_outside(folder, skill_md)  # only on a miss: a re-scan stays stat-only
+                    entry = (stamp, None, [outside]) if outside else (
+                        stamp, *self._read(folder, skill_md, st, root.path, root_key))
                 cache[key] = entry
                 meta = entry[1]
                 if meta is None:
@@ -279,6 +281,18 @@ class Discovery:
             self._case_sensitive = True  # two files: SKILL.md wins
             return folder / name
         return None
+
+
+def _links_outside(folder: str, skill_md: str) -> Problem | None:
+    """A SKILL.md that is a link to a file outside its skill folder is refused, as every bundled file is
+    (the folder itself may be a link: both are resolved first)."""
+    if not os.path.islink(skill_md):
+        return None
+    real_folder, target = os.path.realpath(folder), os.path.realpath(skill_md)
+    if target.startswith(real_folder + os.sep):
+        return None
+    return Problem("skill-md-outside", "SKILL.md", f"{skill_md} is a link to {target}, outside the skill folder; "
+                   "copy the file into the folder instead of linking it", "error")
 
 
 def _listing_loader():

@@ -66,6 +66,7 @@ PROBLEM_CODES = {
     "skill-md-missing": "the folder has no SKILL.md",
     "skill-md-name": "warning: the file is a lowercase skill.md",
     "skill-md-not-file": "SKILL.md is not a regular file",
+    "skill-md-outside": "SKILL.md is a link to a file outside the skill folder",
     "skill-md-unreadable": "SKILL.md cannot be read",
     "not-utf8": "the frontmatter (or, from read_body, the body) is not UTF-8",
     "bom": "warning: the file starts with a UTF-8 byte order mark",

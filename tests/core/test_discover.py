@@ -259,3 +259,22 @@ def test_bundled_skills_come_last(tmp_path, monkeypatch):
 def test_bundled_skills_dir_is_found():
     found = D.bundled_skills_dir()
     assert found is not None and found.is_dir() and found.name in ("skills", "_bundled_skills")
+
+
+def test_a_skill_md_linked_outside_its_folder_is_skipped_not_listed(tmp_path):
+    from ipyskills import SkillRegistry
+
+    outside = tmp_path / "secret.md"
+    outside.write_text("---\nname: leaked\ndescription: SECRET-DESCRIPTION from outside.\n---\nBody.\n")
+    root = tmp_path / "skills"
+    (root / "leaked").mkdir(parents=True)
+    (root / "leaked" / "SKILL.md").symlink_to(outside)
+    real = tmp_path / "src" / "linked-folder"
+    real.mkdir(parents=True)
+    (real / "SKILL.md").write_text("---\nname: linked-folder\ndescription: A folder reached by a link.\n---\nB.\n")
+    (root / "linked-folder").symlink_to(real, target_is_directory=True)
+    reg = SkillRegistry([str(root)], settings=Settings(default_roots=False, bundled_skills=False))
+    assert reg.names() == ["linked-folder"]  # a linked skill folder is fine
+    assert "SECRET-DESCRIPTION" not in reg.catalog()
+    [(folder, problems)] = reg.skipped
+    assert folder.name == "leaked" and problems[0].code == "skill-md-outside"
