@@ -87,7 +87,7 @@ def no_container_left(request):
         sys.modules["ipyskills.sandbox.pool"].drain_all()
     assert flush_removals(timeout=30), "finished runs' containers were not removed within 30 s"
     client = request.getfixturevalue("docker_backend").client()
-    left = client.containers.list(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
+    left = client.containers.list(ignore_removed=True, all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
     for container in left:
         container.remove(force=True)
     assert not left, f"sandbox containers left behind: {[c.short_id for c in left]}"

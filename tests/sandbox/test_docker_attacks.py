@@ -158,7 +158,9 @@ print("ids", os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.get
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a setuid-root binary needs root on the host")
 def test_setuid_binary_cannot_gain_root(run_in_docker, skill_maker):
-    skill = skill_maker({"run.sh": "#!/bin/bash\n./suid-id -u; ./suid-id -ru; cat /proc/self/status | grep NoNewPrivs\n"})
+    # called by its path in the skill (the working directory is the run's workspace, not the skill)
+    skill = skill_maker({"run.sh": '#!/bin/bash\nhere="$(dirname "$0")"\n"$here/suid-id" -u; "$here/suid-id" -ru; '
+                                   "cat /proc/self/status | grep NoNewPrivs\n"})
     shutil.copy("/usr/bin/id", skill / "suid-id")
     os.chown(skill / "suid-id", 0, 0)
     os.chmod(skill / "suid-id", 0o4755)
@@ -362,7 +364,7 @@ from ipyskills.sandbox.runner import RunRequest
 req = RunRequest("s", Path({str(skill)!r}), "sleep.py")
 threading.Thread(target=DockerBackend().run, args=(req,), daemon=True).start()
 time.sleep(3)
-running = DockerBackend().client().containers.list(filters={{"label": "ipyskills.pid=" + str(os.getpid())}})
+running = DockerBackend().client().containers.list(ignore_removed=True, filters={{"label": "ipyskills.pid=" + str(os.getpid())}})
 print("exiting with", len(running), flush=True)
 """
     from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID
@@ -371,6 +373,6 @@ print("exiting with", len(running), flush=True)
                             text=True)
     out, err = proc.communicate(timeout=60)
     assert out.strip() == "exiting with 1", err  # the run was under way when the process exited
-    left = docker_backend.client().containers.list(
+    left = docker_backend.client().containers.list(ignore_removed=True, 
         all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={proc.pid}"]})
     assert left == []

@@ -218,7 +218,7 @@ def test_cleanup_removes_strays_but_not_live_runs(docker_backend):
     try:
         removed = cleanup(client)
         assert stray.short_id in removed and mine.short_id not in removed
-        assert mine.id in [c.id for c in client.containers.list(all=True)]
+        assert mine.id in [c.id for c in client.containers.list(ignore_removed=True, all=True)]
         assert mine.short_id in cleanup(client, all_owners=True)
     finally:
         import docker.errors

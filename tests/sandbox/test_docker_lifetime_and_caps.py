@@ -251,22 +251,22 @@ def test_sigkilled_owner_leaves_nothing_running(docker_backend, skill_maker, kin
         deadline = time.monotonic() + 20
         running = []
         while time.monotonic() < deadline and not running:
-            running = [c for c in client.containers.list(filters=labels) if c.status == "running"]
+            running = [c for c in client.containers.list(ignore_removed=True, filters=labels) if c.status == "running"]
             time.sleep(0.2)
         assert running, "the run's container never showed up"
         time.sleep(1.5)  # the job has arrived and the script runs
         killed_at = time.monotonic()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        while time.monotonic() - killed_at < timeout + 15 and client.containers.list(all=True, filters=labels):
+        while time.monotonic() - killed_at < timeout + 15 and client.containers.list(ignore_removed=True, all=True, filters=labels):
             time.sleep(0.25)
-        left = client.containers.list(all=True, filters=labels)
+        left = client.containers.list(ignore_removed=True, all=True, filters=labels)
         assert not left, [(c.short_id, c.status) for c in left]
         print(f"{kind}: gone {time.monotonic() - killed_at:.1f} s after the owner was killed")
     finally:
         if proc.poll() is None:
             proc.kill()
-        for c in client.containers.list(all=True, filters=labels):
+        for c in client.containers.list(ignore_removed=True, all=True, filters=labels):
             with contextlib.suppress(Exception):
                 c.remove(force=True)
 

@@ -75,11 +75,11 @@ def our_containers(client, pid: int | None = None, pooled: bool | None = None) -
     labels = [f"{LABEL}=1", f"{LABEL_PID}={pid or os.getpid()}"]
     if pooled:
         labels.append(f"{LABEL_POOL}=1")
-    return client.containers.list(all=True, filters={"label": labels})
+    return client.containers.list(ignore_removed=True, all=True, filters={"label": labels})
 
 
 def gone(client, short_id: str) -> bool:
-    return not client.containers.list(all=True, filters={"id": short_id})
+    return not client.containers.list(ignore_removed=True, all=True, filters={"id": short_id})
 
 
 @pytest.fixture

@@ -133,7 +133,7 @@ def test_a_requirement_that_cannot_be_met_fails_before_any_container_or_tag(dock
     for part in expected:
         assert part in message
     assert deps_tags(client) == tags_before
-    mine = client.containers.list(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
+    mine = client.containers.list(ignore_removed=True, all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
     assert mine == []
 
 

@@ -180,7 +180,7 @@ def test_first_start_removes_containers_of_dead_owners(docker_backend):
         labels={db.LABEL: "1", db.LABEL_PID: str(dead_pid), db.LABEL_HOST: __import__("socket").gethostname()})
     try:
         db._cleanup_quietly(client)  # what the first start runs in the background
-        assert not client.containers.list(all=True, filters={"id": created["Id"]})
+        assert not client.containers.list(ignore_removed=True, all=True, filters={"id": created["Id"]})
     finally:
         try:
             client.api.remove_container(created["Id"], force=True)
