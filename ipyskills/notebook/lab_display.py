@@ -28,14 +28,9 @@ def _is_answer(transcript, step) -> bool:
 
 
 def _args_text(arguments) -> str:
-    import json
+    from ..agent_loop import _compact  # the transcript shows arguments exactly as the loop records them
 
-    if isinstance(arguments, str):
-        return arguments
-    try:
-        return json.dumps(arguments, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(arguments)
+    return _compact(arguments)
 
 
 def _secs(value: float) -> str:
