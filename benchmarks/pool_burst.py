@@ -31,8 +31,8 @@ from dataclasses import fields
 from pathlib import Path
 
 from ipyskills import SkillRegistry
-from ipyskills.sandbox import pool as pool_mod
-from ipyskills.sandbox.docker_backend import flush_removals
+from ipyskills.sandbox.docker import pool as pool_mod
+from ipyskills.sandbox.docker.backend import flush_removals
 from ipyskills.settings import Settings
 
 SCRIPT = "import sys\nprint(sys.stdin.read())\n"

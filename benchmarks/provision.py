@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 
 from ipyskills import SkillRegistry
-from ipyskills.sandbox import pool as pool_mod
-from ipyskills.sandbox.docker_backend import flush_removals, shared_client
-from ipyskills.sandbox.image import PROFILES
+from ipyskills.sandbox.docker import pool as pool_mod
+from ipyskills.sandbox.docker.backend import flush_removals, shared_client
+from ipyskills.sandbox.docker.image import PROFILES
 from ipyskills.sandbox.provision import docker_image
 from ipyskills.settings import DEFAULT_IMAGE, Settings
 

@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 from ipyskills import SkillRegistry
-from ipyskills.sandbox import pool as pool_mod
-from ipyskills.sandbox.docker_backend import DockerBackend, flush_removals
+from ipyskills.sandbox.docker import pool as pool_mod
+from ipyskills.sandbox.docker.backend import DockerBackend, flush_removals
 from ipyskills.sandbox.policy import Limits
 from ipyskills.settings import Settings
 

@@ -1,4 +1,4 @@
-"""Regenerate ipyskills/sandbox/images/base.lock from base-requirements.txt.
+"""Regenerate ipyskills/sandbox/docker/images/base.lock from base-requirements.txt.
 
     .venv/bin/python scripts/lock_base_image.py            # resolve the newest wheels and rewrite the lock
     .venv/bin/python scripts/lock_base_image.py --check    # exit 1 when the lock does not cover the names
@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ipyskills.sandbox.image import IMAGES_DIR, base_requirements  # noqa: E402
-from ipyskills.sandbox.wheels import Target, compile_lock, lock_names, normalize  # noqa: E402
+from ipyskills.sandbox.docker.image import IMAGES_DIR, base_requirements
+from ipyskills.sandbox.wheels import Target, compile_lock, lock_names, normalize
 
 HEADER = """\
 # The sandbox image's Python stack: every distribution pinned with its sha256 hashes, wheels only.

@@ -52,27 +52,27 @@ SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv"}
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z0-9_.]+)'?")
 _NODE_MODULE = re.compile(r"Cannot find module '([^']+)'")
 _PROGRAM = [
-    re.compile(r"(?:^|\s|/)([A-Za-z0-9_.+-]+): (?:command )?not found", re.M),
+    re.compile(r"(?:^|\s|/)([A-Za-z0-9_.+-]+): (?:command )?not found", re.MULTILINE),
     re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^'/]*)'"),
-    re.compile(r"\b([A-Za-z0-9_.+-]+) (?:is )?not installed", re.I),
+    re.compile(r"\b([A-Za-z0-9_.+-]+) (?:is )?not installed", re.IGNORECASE),
     re.compile(r"exec: \"?([A-Za-z0-9_.+-]+)\"?: executable file not found"),
 ]
 _NEEDS_INPUT = [
     re.compile(r"error: the following arguments are required"),
     re.compile(r"error: (?:argument|one of the arguments|unrecognized arguments)"),
-    re.compile(r"No such file or directory: '--help'|not found: '?--help|not exist: '?--help", re.I),
-    re.compile(r"--help'? (?:not found|does not exist)|not found: \S*--help", re.I),
+    re.compile(r"No such file or directory: '--help'|not found: '?--help|not exist: '?--help", re.IGNORECASE),
+    re.compile(r"--help'? (?:not found|does not exist)|not found: \S*--help", re.IGNORECASE),
     re.compile(r"EOFError: EOF when reading a line"),  # it asked for input: it started
 ]
 # Got past its imports, then needed a service, a network or an API key the sandbox does not give.
 _NEEDS_SERVICE = re.compile(r"requests\.exceptions\.ConnectionError|Max retries exceeded|Connection refused|"
-                            r"\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN)\b[^\n]*not set", re.I)
+                            r"\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN)\b[^\n]*not set", re.IGNORECASE)
 # A package's module run on its own: it is not a script, whatever it imports.
 _NOT_SCRIPT = re.compile(r"attempted relative import with no known parent package|should not be run directly")
 # A script that catches its own ImportError and says what to pip install.
 _SAYS_PIP = re.compile(r"\b([A-Za-z0-9_.+-]+) (?:is )?not (?:installed|available)\b[^\n]*\b(?:pip3?|conda) install\b",
-                       re.I)
-_USAGE = re.compile(r"^\s*usage\b", re.I | re.M)
+                       re.IGNORECASE)
+_USAGE = re.compile(r"^\s*usage\b", re.IGNORECASE | re.MULTILINE)
 
 
 def find_skills(collection: Path) -> list[Path]:

@@ -58,7 +58,7 @@ def _image_tag(args) -> str:
 
 
 def run_build(args) -> int:
-    from ..sandbox.image import build_image
+    from ..sandbox.docker.image import build_image
 
     def log(line: str) -> None:
         print(line, flush=True)
@@ -67,7 +67,7 @@ def run_build(args) -> int:
     if profile == "core":
         tag = _image_tag(args)
     else:
-        from ..sandbox.image import profile_image
+        from ..sandbox.docker.image import profile_image
 
         tag = getattr(args, "tag", None) or profile_image(profile)
     build_image(tag=tag, offline=args.offline, log=log, fresh_base=args.fresh_base, profile=profile)
@@ -77,9 +77,9 @@ def run_build(args) -> int:
 def sandbox_status(image: str) -> dict:
     """Engine, image and backend facts; never raises for a missing engine or image."""
     from ..errors import SkillError
-    from ..sandbox.docker_backend import DockerBackend
-    from ..sandbox.docker_client import engine_endpoint, engine_errors
-    from ..sandbox.image import image_info
+    from ..sandbox.docker.backend import DockerBackend
+    from ..sandbox.docker.client import engine_endpoint, engine_errors
+    from ..sandbox.docker.image import image_info
 
     report = {"engine": False, "engine_version": None, "endpoint": None, "image": image,
               "image_present": False, "image_current": None, "image_build": None,
@@ -113,8 +113,8 @@ def sandbox_status(image: str) -> dict:
 def _profile_images(client, configured: str) -> dict:
     """Each profile's image: present, current, size (the core entry is the configured image)."""
     from ..errors import SkillError
-    from ..sandbox.docker_client import engine_errors
-    from ..sandbox.image import PROFILES, image_info
+    from ..sandbox.docker.client import engine_errors
+    from ..sandbox.docker.image import PROFILES, image_info
 
     profiles = {}
     for profile, tag in PROFILES.items():
@@ -154,10 +154,10 @@ def run_status(args) -> int:
 
 def run_cleanup(args) -> int:
     from ..errors import SandboxError
-    from ..sandbox.docker_backend import cleanup
-    from ..sandbox.docker_client import connect
-    from ..sandbox.local_backend import remove_tree
-    from ..sandbox.local_confine import remove_stale
+    from ..sandbox.docker.backend import cleanup
+    from ..sandbox.docker.client import connect
+    from ..sandbox.local.backend import remove_tree
+    from ..sandbox.local.confine import remove_stale
     from ..sandbox.provision.docker_image import remove_tags, unused_tags
     from .core_cmds import make_registry
 
@@ -192,7 +192,7 @@ def wanted_request_tags(reg, client) -> set[str]:
     import docker.errors
 
     from ..errors import SkillError
-    from ..sandbox.image import PROFILES
+    from ..sandbox.docker.image import PROFILES
     from ..sandbox.provision import wanted_requirements
     from ..sandbox.provision.docker_image import request_tag
 

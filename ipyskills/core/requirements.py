@@ -53,7 +53,7 @@ OFFICE_PROGRAMS = frozenset({
 })
 _OFFICE_WORDS = re.compile(r"libre\s*office|\bsoffice\b|poppler|pandoc|\bnode(?:\.?js)?\b", re.IGNORECASE)
 
-BASE_REQUIREMENTS = Path(__file__).resolve().parent.parent / "sandbox" / "images" / "base-requirements.txt"
+BASE_REQUIREMENTS = Path(__file__).resolve().parent.parent / "sandbox" / "docker" / "images" / "base-requirements.txt"
 IMPORT_MAP = Path(__file__).resolve().parent / "data" / "import_map.json"
 
 # ast.parse is not thread-safe on CPython 3.11 under heavy concurrency: every parse goes through this.

@@ -73,6 +73,6 @@ def _drain_pool() -> None:
     """Pooled containers go with the extension (only if a pool was ever started: no docker import)."""
     import sys
 
-    pool = sys.modules.get("ipyskills.sandbox.pool")
+    pool = sys.modules.get("ipyskills.sandbox.docker.pool")
     if pool is not None:
         pool.drain_all()

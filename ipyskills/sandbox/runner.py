@@ -73,10 +73,10 @@ def select_backend(name: str, image: str, settings=None):
     if name not in BACKENDS:
         raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
     if name == "local":
-        from .local_backend import LocalBackend
+        from .local.backend import LocalBackend
 
         return LocalBackend(), ""
-    from .docker_backend import DockerBackend
+    from .docker.backend import DockerBackend
 
     if settings is not None and settings.pool_size != 0:  # a negative size is refused by the pool
         docker = DockerBackend(image=image, pool_size=settings.pool_size, pool_max=settings.pool_max,
@@ -89,7 +89,7 @@ def select_backend(name: str, image: str, settings=None):
     ready, reason = docker.readiness()
     if ready:
         return docker, ""
-    from .local_backend import LocalBackend
+    from .local.backend import LocalBackend
 
     return LocalBackend(), f"backend auto: Docker not used ({reason}); ran on the local backend instead"
 
@@ -117,7 +117,7 @@ def use_profile(impl, request: RunRequest) -> None:
     reqs = request.requirements
     if impl.name != "docker" or reqs is None or not reqs.profile or request.image not in ("", DEFAULT_IMAGE):
         return
-    from .image import image_info, profile_image
+    from .docker.image import image_info, profile_image
 
     image = profile_image(reqs.profile)
     if image_info(impl.client(), image) is None:

@@ -75,8 +75,8 @@ def end_runs(timeout: float = CLEANUP_TIMEOUT) -> None:
 def _end_runs() -> None:
     import sys
 
-    pool = sys.modules.get("ipyskills.sandbox.pool")
-    backend = sys.modules.get("ipyskills.sandbox.docker_backend")
+    pool = sys.modules.get("ipyskills.sandbox.docker.pool")
+    backend = sys.modules.get("ipyskills.sandbox.docker.backend")
     try:
         if pool is not None:
             pool.drain_all(timeout=CLEANUP_TIMEOUT / 2)

@@ -12,7 +12,7 @@ import pytest
 from ipyskills.cli.run_cmd import exit_code_for
 from ipyskills.sandbox.result import ExecuteResult
 
-pytest.importorskip("ipyskills.sandbox.local_backend")
+pytest.importorskip("ipyskills.sandbox.local.backend")
 
 SCRIPT = """\
 import sys

@@ -29,7 +29,7 @@ runner = _runner()
 
 
 def docker_ready() -> tuple[bool, str]:
-    from ipyskills.sandbox.docker_backend import DockerBackend
+    from ipyskills.sandbox.docker.backend import DockerBackend
 
     return DockerBackend().readiness()
 

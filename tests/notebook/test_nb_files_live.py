@@ -123,7 +123,7 @@ def test_long_output_head_and_tail_stored_once(ip, report_skill):
 def test_small_items_of_point_9():
     from ipyskills.core.validate import check_frontmatter, suggest_name
     from ipyskills.notebook.display import report_parts
-    from ipyskills.sandbox.docker_backend import isolation_line
+    from ipyskills.sandbox.docker.backend import isolation_line
     from ipyskills.sandbox.policy import Limits
     from ipyskills.sandbox.result import ExecuteResult
 

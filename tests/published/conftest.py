@@ -44,7 +44,7 @@ def published_registry(published_root):
 
 @pytest.fixture(scope="session")
 def docker_backend():
-    from ipyskills.sandbox.docker_backend import DockerBackend
+    from ipyskills.sandbox.docker.backend import DockerBackend
 
     backend = DockerBackend()
     ready, reason = backend.readiness()
@@ -64,7 +64,7 @@ def office_image(docker_backend):
         pytest.skip(reason)
 
     try:
-        from ipyskills.sandbox.image import image_info, profile_image
+        from ipyskills.sandbox.docker.image import image_info, profile_image
     except ImportError as exc:
         missing(f"this ipyskills has no office profile image support ({exc})")
     tag = profile_image("office")
@@ -81,10 +81,10 @@ def no_container_left(request):
         return
     import sys
 
-    from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID, flush_removals
+    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID, flush_removals
 
-    if "ipyskills.sandbox.pool" in sys.modules:
-        sys.modules["ipyskills.sandbox.pool"].drain_all()
+    if "ipyskills.sandbox.docker.pool" in sys.modules:
+        sys.modules["ipyskills.sandbox.docker.pool"].drain_all()
     assert flush_removals(timeout=30), "finished runs' containers were not removed within 30 s"
     client = request.getfixturevalue("docker_backend").client()
     left = client.containers.list(ignore_removed=True, all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})

@@ -4,9 +4,16 @@ folders on disk, and a check after every docker test that no sandbox container w
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 from local_helpers import RunDirs, SkillFactory
+from private_engine import PrivateEngine
+
+from ipyskills.settings import DEFAULT_IMAGE
 
 
 def _require_docker() -> bool:
@@ -15,7 +22,7 @@ def _require_docker() -> bool:
 
 @pytest.fixture(scope="session")
 def docker_backend():
-    from ipyskills.sandbox.docker_backend import DockerBackend
+    from ipyskills.sandbox.docker.backend import DockerBackend
 
     backend = DockerBackend()
     ready, reason = backend.readiness()
@@ -34,10 +41,10 @@ def no_container_left(request):
         return
     import sys
 
-    from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID, flush_removals
+    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID, flush_removals
 
-    if "ipyskills.sandbox.pool" in sys.modules:  # a warm pool holds containers on purpose: empty it first
-        sys.modules["ipyskills.sandbox.pool"].drain_all()
+    if "ipyskills.sandbox.docker.pool" in sys.modules:  # a warm pool holds containers on purpose: empty it first
+        sys.modules["ipyskills.sandbox.docker.pool"].drain_all()
     assert flush_removals(timeout=30), "finished runs' containers were not removed within 30 s"
     import time
 
@@ -79,7 +86,7 @@ def run_dirs(monkeypatch):
 @pytest.fixture
 def run_in_docker(docker_backend, skill_maker):
     """`run_in_docker({"scripts/x.py": src}, "scripts/x.py", stdin=b"", transfer="auto", **limits)`."""
-    from ipyskills.sandbox.docker_backend import DockerBackend
+    from ipyskills.sandbox.docker.backend import DockerBackend
     from ipyskills.sandbox.policy import Limits
     from ipyskills.sandbox.runner import RunRequest
 
@@ -92,3 +99,21 @@ def run_in_docker(docker_backend, skill_maker):
         return backend.run(request)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def private_engine():
+    if shutil.which("dockerd") is None or shutil.which("ip") is None or os.geteuid() != 0:
+        pytest.skip("a private Docker engine needs dockerd, ip and root")
+    if subprocess.run(["docker", "image", "inspect", DEFAULT_IMAGE], capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"the sandbox image {DEFAULT_IMAGE} is not on the shared engine")
+    engine = PrivateEngine(Path(tempfile.mkdtemp(prefix="ipyskills-engine-", dir="/tmp")))
+    try:
+        engine.start()
+        save = subprocess.Popen(["docker", "save", DEFAULT_IMAGE], stdout=subprocess.PIPE)
+        load = subprocess.run(["docker", "-H", engine.host, "load"], stdin=save.stdout, capture_output=True, check=False)
+        save.stdout.close()
+        assert save.wait() == 0 and load.returncode == 0, load.stderr
+        yield engine
+    finally:
+        engine.close()

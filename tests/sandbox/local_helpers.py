@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ipyskills.sandbox.local_backend import LocalBackend
+from ipyskills.sandbox.local.backend import LocalBackend
 from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.runner import RunRequest
 
@@ -62,7 +62,7 @@ class RunDirs:
     may be running it too), so a test can check that every one of them is gone."""
 
     def __init__(self, monkeypatch):
-        from ipyskills.sandbox import local_backend
+        from ipyskills.sandbox.local import backend as local_backend
 
         self.made: list[str] = []
         real = tempfile.mkdtemp

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ipyskills.errors import SandboxError
-from ipyskills.sandbox.docker_backend import LABEL, LABEL_HOST, LABEL_PID, DockerBackend, cleanup, tar_skill
-from ipyskills.sandbox.docker_client import engine_endpoint
+from ipyskills.sandbox.docker.backend import LABEL, LABEL_HOST, LABEL_PID, DockerBackend, cleanup, tar_skill
+from ipyskills.sandbox.docker.client import engine_endpoint
 from ipyskills.sandbox.runner import RunRequest
 
 docker = pytest.mark.docker
@@ -239,7 +239,7 @@ def test_launcher_source_is_standalone():
     import ast
     import sys
 
-    source = (Path(__file__).parents[2] / "ipyskills" / "sandbox" / "launcher.py").read_text()
+    source = (Path(__file__).parents[2] / "ipyskills" / "sandbox" / "docker" / "launcher.py").read_text()
     imported = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):

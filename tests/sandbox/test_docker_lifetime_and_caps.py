@@ -188,7 +188,7 @@ def test_the_launcher_ends_the_run_at_its_own_deadline(docker_backend, skill_mak
     """Before: the timeout existed only on the host; a host that stops watching (but keeps its stream
     open) left the script running for ever. Now the launcher kills it at the deadline, and the container
     removes itself."""
-    from ipyskills.sandbox.docker_backend import _remove, create_container, start_attached
+    from ipyskills.sandbox.docker.backend import _remove, create_container, start_attached
     from ipyskills.sandbox.policy import Limits
 
     client = docker_backend.client()
@@ -211,7 +211,7 @@ def test_the_launcher_ends_the_run_at_its_own_deadline(docker_backend, skill_mak
 OWNER = """
 import sys, time
 from pathlib import Path
-from ipyskills.sandbox.docker_backend import DockerBackend
+from ipyskills.sandbox.docker.backend import DockerBackend
 from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.runner import RunRequest
 pooled = sys.argv[2] == "pooled"
@@ -238,7 +238,7 @@ while True:
 def test_sigkilled_owner_leaves_nothing_running(docker_backend, skill_maker, kind):
     """Before: when the process that started a run died by SIGKILL, the container kept running past its
     timeout until someone ran `ipyskills sandbox cleanup`."""
-    from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
 
     client = docker_backend.client()
     skill = skill_maker({"spin.py": SPIN})
@@ -300,7 +300,7 @@ def test_registry_and_cli_refuse_stdin_over_the_setting(tmp_path, monkeypatch):
 
 
 def test_skill_tar_cache_is_bounded_by_bytes(skill_maker, monkeypatch):
-    from ipyskills.sandbox import docker_backend as db
+    from ipyskills.sandbox.docker import backend as db
 
     monkeypatch.setattr(db, "TAR_CACHE_BYTES", 3 * 1024**2)
     monkeypatch.setattr(db, "_tar_cache", type(db._tar_cache)())

@@ -1,104 +1,25 @@
-"""Faults of the Docker engine itself, on a private engine these tests start (own socket, data root, exec
-root and bridge; no iptables), load the sandbox image into once per session, stop and restart at will,
-and remove afterwards. The shared engine is never touched.
-
-Not `--bridge none`: a dockerd started with it deletes the host's `docker0` interface, which the shared
-engine's bridge network needs (its network-enabled containers then fail to start). The private engine
-gets a bridge interface of its own instead, deleted afterwards."""
+"""Faults of the Docker engine itself, on a private engine (private_engine.py) these tests start, load the
+sandbox image into once per session, stop and restart at will, and remove afterwards."""
 
 from __future__ import annotations
 
 import os
-import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from ipyskills import SkillError, SkillRegistry
 from ipyskills.errors import SandboxError
-from ipyskills.sandbox import docker_backend as db
-from ipyskills.sandbox import pool as pool_mod
-from ipyskills.settings import DEFAULT_IMAGE, Settings
+from ipyskills.sandbox.docker import backend as db
+from ipyskills.sandbox.docker import pool as pool_mod
+from ipyskills.settings import Settings
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-
-class PrivateEngine:
-    def __init__(self, root: Path):
-        self.root = root
-        self.host = f"unix://{root}/docker.sock"
-        self.proc: subprocess.Popen | None = None
-        self.log = open(root / "dockerd.log", "ab")  # noqa: SIM115 - closed in close()
-        self.bridge = f"ipysk{os.getpid() % 100000}"
-        subnet = f"10.254.{random.randrange(1, 250)}"
-        for cmd in (["ip", "link", "add", self.bridge, "type", "bridge"],
-                    ["ip", "addr", "add", f"{subnet}.1/24", "dev", self.bridge],
-                    ["ip", "link", "set", self.bridge, "up"]):
-            subprocess.run(cmd, capture_output=True, check=True)
-
-    def start(self, timeout: float = 60.0) -> None:
-        self.proc = subprocess.Popen(
-            ["dockerd", "--host", self.host, "--data-root", str(self.root / "data"),
-             "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
-             "--bridge", self.bridge, "--iptables=false", "--ip-masq=false", "--ip-forward=false",
-             "--shutdown-timeout", "2"],
-            stdout=self.log, stderr=self.log)
-        deadline = time.monotonic() + timeout
-        while subprocess.run(["docker", "-H", self.host, "version"], capture_output=True, check=False).returncode != 0:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the private engine did not start: {(self.root / 'dockerd.log').read_text()[-2000:]}")
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def containers(self, pid: int | None = None) -> list[str]:
-        labels = ["--filter", f"label={db.LABEL}=1"]
-        if pid is not None:
-            labels += ["--filter", f"label={db.LABEL_PID}={pid}"]
-        out = subprocess.run(["docker", "-H", self.host, "ps", "-aq", *labels], capture_output=True, text=True, check=False)
-        return out.stdout.split()
-
-    def close(self) -> None:
-        self.stop()
-        self.log.close()
-        subprocess.run(["sh", "-c", f"grep -o ' {self.root}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l"],
-                       capture_output=True, check=False)
-        shutil.rmtree(self.root, ignore_errors=True)
-        subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, check=False)
-
-
-@pytest.fixture(scope="session")
-def private_engine():
-    if shutil.which("dockerd") is None or shutil.which("ip") is None or os.geteuid() != 0:
-        pytest.skip("a private Docker engine needs dockerd, ip and root")
-    if subprocess.run(["docker", "image", "inspect", DEFAULT_IMAGE], capture_output=True, check=False).returncode != 0:
-        pytest.skip(f"the sandbox image {DEFAULT_IMAGE} is not on the shared engine")
-    engine = PrivateEngine(Path(tempfile.mkdtemp(prefix="ipyskills-engine-", dir="/tmp")))
-    try:
-        engine.start()
-        save = subprocess.Popen(["docker", "save", DEFAULT_IMAGE], stdout=subprocess.PIPE)
-        load = subprocess.run(["docker", "-H", engine.host, "load"], stdin=save.stdout, capture_output=True, check=False)
-        save.stdout.close()
-        assert save.wait() == 0 and load.returncode == 0, load.stderr
-        yield engine
-    finally:
-        engine.close()
 
 
 @pytest.fixture

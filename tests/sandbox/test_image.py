@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from ipyskills.errors import SandboxError
-from ipyskills.sandbox import image
+from ipyskills.sandbox.docker import image
 
 
 def test_recipe_hash_follows_the_dockerfile_and_package_list(tmp_path, monkeypatch):
@@ -266,7 +266,7 @@ def test_office_profile_converts_docx_to_pdf_and_png_offline(docker_backend, mak
     written by python-docx to PDF, pdftoppm renders it to PNG, and Node has docx and pptxgenjs."""
     import json
 
-    from ipyskills.sandbox.docker_backend import DockerBackend
+    from ipyskills.sandbox.docker.backend import DockerBackend
     from ipyskills.sandbox.policy import Limits
     from ipyskills.sandbox.runner import RunRequest
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from local_helpers import AS_ROOT, pids_alive, run
 
-from ipyskills.sandbox.local_backend import LocalBackend
+from ipyskills.sandbox.local.backend import LocalBackend
 from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.runner import RunRequest
 
@@ -503,7 +503,7 @@ def test_no_temporary_folder_survives_a_mixed_batch(make_skill, run_dirs):
 DRIVER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from ipyskills.sandbox.local_backend import LocalBackend
+    from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.runner import RunRequest
     request = RunRequest(skill_name="attack", skill_dir=Path(sys.argv[1]), script="scripts/probe.py",
                          args=[sys.argv[2]])

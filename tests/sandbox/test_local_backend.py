@@ -13,8 +13,8 @@ from local_helpers import AS_ROOT, run
 
 from ipyskills.errors import SandboxError
 from ipyskills.sandbox import runner
-from ipyskills.sandbox.local_backend import LocalBackend, collect_artifacts, kill_processes_of
-from ipyskills.sandbox.local_copy import copy_skill
+from ipyskills.sandbox.local.backend import LocalBackend, collect_artifacts, kill_processes_of
+from ipyskills.sandbox.local.skill_copy import copy_skill
 
 
 def test_backend_shape():

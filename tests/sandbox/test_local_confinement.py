@@ -68,7 +68,7 @@ PROBE = textwrap.dedent("""
 DRIVER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from ipyskills.sandbox.local_backend import LocalBackend
+    from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.policy import Limits
     from ipyskills.sandbox.runner import RunRequest
     request = RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/probe.py",
@@ -192,11 +192,11 @@ def test_every_claim_of_the_line_holds_and_every_gap_is_real(who, host, request)
 
 
 def _landlock_abi() -> int:
-    sys.path.insert(0, str(Path(REPO) / "ipyskills" / "sandbox"))
+    sys.path.insert(0, str(Path(REPO) / "ipyskills" / "sandbox" / "local"))
     try:
-        import local_isolation
+        import isolation
 
-        return local_isolation.landlock_abi()
+        return isolation.landlock_abi()
     finally:
         sys.path.pop(0)
 
@@ -204,7 +204,7 @@ def _landlock_abi() -> int:
 OWNER = textwrap.dedent("""
     import os, sys
     from pathlib import Path
-    from ipyskills.sandbox.local_backend import LocalBackend
+    from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.policy import Limits
     from ipyskills.sandbox.runner import RunRequest
     LocalBackend().run(RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/sleep.py",
@@ -215,8 +215,8 @@ OWNER = textwrap.dedent("""
 def test_a_killed_owner_takes_its_run_along_and_its_folder_goes_at_the_next_start(request):
     import tempfile
 
-    from ipyskills.sandbox.local_backend import remove_tree
-    from ipyskills.sandbox.local_confine import remove_stale
+    from ipyskills.sandbox.local.backend import remove_tree
+    from ipyskills.sandbox.local.confine import remove_stale
 
     factory = SkillFactory()
     request.addfinalizer(factory.cleanup)

@@ -19,8 +19,8 @@ import docker.errors as docker_errors
 import pytest
 
 from ipyskills.errors import ConfigError
-from ipyskills.sandbox import pool as pool_mod
-from ipyskills.sandbox.docker_backend import (
+from ipyskills.sandbox.docker import pool as pool_mod
+from ipyskills.sandbox.docker.backend import (
     LABEL,
     LABEL_PID,
     LABEL_POOL,
@@ -266,8 +266,8 @@ def _child(code: str, skill: Path, *, stdout=subprocess.PIPE):
     prelude = textwrap.dedent(f"""
         import os, sys, time
         from pathlib import Path
-        from ipyskills.sandbox import pool
-        from ipyskills.sandbox.docker_backend import DockerBackend
+        from ipyskills.sandbox.docker import pool
+        from ipyskills.sandbox.docker.backend import DockerBackend
         from ipyskills.sandbox.policy import Limits
         from ipyskills.sandbox.runner import RunRequest
         backend = DockerBackend(pool_size=2)
@@ -331,7 +331,7 @@ def test_an_orphaned_pooled_launcher_gives_up_by_itself(docker_backend):
         sock.close()
         with contextlib.suppress(docker_errors.APIError):
             client.api.remove_container(container_id, force=True)
-        from ipyskills.sandbox import docker_backend as db
+        from ipyskills.sandbox.docker import backend as db
 
         db._live.pop(container_id, None)
 
@@ -507,7 +507,7 @@ def test_load_ext_starts_no_pool_and_imports_no_docker():
         ip.run_line_magic("load_ext", "ipyskills")
         ip.run_line_magic("config", "IPySkills.pool_size = 3")
         ip.run_line_magic("unload_ext", "ipyskills")
-        print(sorted(m for m in ("docker", "ipyskills.sandbox.pool", "ipyskills.sandbox.docker_backend")
+        print(sorted(m for m in ("docker", "ipyskills.sandbox.docker.pool", "ipyskills.sandbox.docker.backend")
                      if m in sys.modules))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
@@ -547,7 +547,7 @@ def test_kernel_shutdown_leaves_no_pooled_container(docker_backend):
             printed.append(msg["content"]["text"])
 
     try:
-        code = ("import os\nfrom ipyskills.sandbox import pool\nfrom ipyskills.settings import Settings\n"
+        code = ("import os\nfrom ipyskills.sandbox.docker import pool\nfrom ipyskills.settings import Settings\n"
                 "p = pool.warm(Settings(pool_size=2), wait=30)\nprint(os.getpid(), len(p.idle_ids()))")
         reply = kc.execute_interactive(code, timeout=90, output_hook=keep)
         assert reply["content"]["status"] == "ok", reply["content"]

@@ -121,7 +121,7 @@ def test_declared_mode_ignores_inferred_imports(docker_backend, make_skill):
 ])
 def test_a_requirement_that_cannot_be_met_fails_before_any_container_or_tag(docker_backend, make_skill,
                                                                            requirement, expected):
-    from ipyskills.sandbox.docker_backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
 
     client = docker_backend.client()
     skill = make_skill({"requirements.txt": requirement + "\n", "scripts/x.py": "print('ran')\n"},
@@ -216,7 +216,7 @@ def test_cleanup_images_removes_only_what_no_skill_in_view_needs(docker_backend,
 @pytest.mark.slow
 def test_a_dependency_image_removed_behind_the_process_is_rebuilt_not_reported_missing(docker_backend,
                                                                                       make_skill):
-    from ipyskills.sandbox.docker_backend import flush_removals
+    from ipyskills.sandbox.docker.backend import flush_removals
 
     client = docker_backend.client()
     forget_images(client, "tabulate")

@@ -17,8 +17,8 @@ import pytest
 
 from ipyskills import SkillError, SkillRegistry
 from ipyskills.errors import SandboxError
-from ipyskills.sandbox import docker_backend as db
-from ipyskills.sandbox import pool as pool_mod
+from ipyskills.sandbox.docker import backend as db
+from ipyskills.sandbox.docker import pool as pool_mod
 from ipyskills.settings import Settings
 
 docker = pytest.mark.docker

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from ipyskills.sandbox import docker_backend as db
 from ipyskills.sandbox import signals as sig
+from ipyskills.sandbox.docker import backend as db
 
 docker = pytest.mark.docker
 
@@ -22,7 +22,7 @@ OWNER = textwrap.dedent("""
     import os, signal, sys, threading, time
     from ipyskills import SkillRegistry
     from ipyskills.settings import Settings
-    from ipyskills.sandbox import pool
+    from ipyskills.sandbox.docker import pool
 
     skill, mode = sys.argv[1], sys.argv[2]
     if mode == "user-handler":
@@ -126,7 +126,7 @@ def test_sigkill_strays_are_removed_by_the_next_start(docker_backend, sleeper):
         # strays, which the next process to start a run removes (what `sandbox cleanup` does).
         nxt = subprocess.run([sys.executable, "-c", textwrap.dedent("""
             import time
-            from ipyskills.sandbox import docker_backend as db
+            from ipyskills.sandbox.docker import backend as db
             db.shared_client()
             time.sleep(0.2)
             for t in __import__("threading").enumerate():

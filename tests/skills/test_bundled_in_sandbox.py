@@ -15,7 +15,7 @@ MARKDOWN_TABLE = "| city | population |\n|---|---|\n| Lyon | 522969 |\n| Nantes 
 
 
 def _docker_ready() -> tuple[bool, str]:
-    from ipyskills.sandbox.docker_backend import DockerBackend
+    from ipyskills.sandbox.docker.backend import DockerBackend
 
     return DockerBackend().readiness()
 

@@ -49,7 +49,7 @@ class Provisioned:
         return f"dependencies: installed {names} into {where} in {self.seconds:.1f} s, for {why}{offline}"
 
 
-BASE_LOCK = Path(__file__).parent.parent / "images" / "base.lock"
+BASE_LOCK = Path(__file__).parent.parent / "docker" / "images" / "base.lock"
 
 
 def base_lock() -> str:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ...errors import ProvisionError, SandboxError
-from .. import docker_client
+from ..docker import client as docker_client
 from ..wheels import Target, compile_lock, install_target, lock_names
 from . import Progress, Provisioned, Timer, _quiet, missing_from
 

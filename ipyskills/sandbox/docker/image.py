@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import SandboxError
-from ..settings import DEFAULT_IMAGE
+from ...errors import SandboxError
+from ...settings import DEFAULT_IMAGE
 
 IMAGES_DIR = Path(__file__).parent / "images"
 RECIPE_FILES = ("Dockerfile", "packages.txt", "base-requirements.txt", "base.lock")
@@ -126,7 +126,7 @@ def build_image(tag: str | None = DEFAULT_IMAGE, offline: bool = False, client=N
     profile "office": the office image FROM the core image (built first when absent or stale); see
     build_office_image.
     """
-    from .docker_client import connect
+    from .client import connect
 
     client = client or connect(timeout=600)
     if profile != "core":
@@ -282,7 +282,7 @@ def _docker_build(client, tag: str, base: str, offline: bool, stages: _Stages) -
 def prepare_site(ctx: Path, log: Log = print) -> None:
     """Unpack exactly the wheels of base.lock into `ctx`/site (console scripts into `ctx`/bin), drop the
     bundled test suites and make every file world-readable, as the Dockerfile COPYs them."""
-    from .wheels import Target, install_target
+    from ..wheels import Target, install_target
 
     site, bindir = ctx / "site", ctx / "bin"
     install_target(base_lock(), site, Target.for_image(), log=log)
@@ -392,7 +392,7 @@ def build_office_image(tag: str = PROFILES["office"], offline: bool = False, cli
     debootstrap does), the npm packages by `npm install --ignore-scripts` on the host; both are then
     installed in a container with network none, which is committed as `tag`.
     """
-    from .docker_client import connect
+    from .client import connect
 
     client = client or connect(timeout=600)
     stages = _Stages(log, 4)

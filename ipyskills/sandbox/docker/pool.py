@@ -35,9 +35,9 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ..errors import ConfigError, SandboxError
-from . import docker_backend  # imported first, so its atexit sweep runs after drain_all (LIFO)
-from .policy import Limits
+from ...errors import ConfigError, SandboxError
+from ..policy import Limits
+from . import backend as docker_backend  # imported first, so its atexit sweep runs after drain_all (LIFO)
 
 MAX_IDLE = 600.0  # seconds a started container may wait for its run
 IDLE_EXIT_MARGIN = 60.0  # the launcher gives up this long after the pool would have discarded it
@@ -343,7 +343,7 @@ def warm(settings=None, wait: float = 0.0) -> ContainerPool:
     """Start the warm pool for `settings` (default: `Settings.from_env()`) now rather than on the first
     run; with `wait`, block up to that many seconds until it is full. Raises SandboxError when Docker is
     not ready and ConfigError when the pool is turned off (pool_size 0)."""
-    from ..settings import Settings
+    from ...settings import Settings
 
     settings = settings if settings is not None else Settings.from_env()
     if settings.pool_size <= 0:

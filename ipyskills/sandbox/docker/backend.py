@@ -33,11 +33,11 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from ..errors import RunInterrupted, SandboxError
-from ..settings import DEFAULT_IMAGE
-from . import docker_client
-from .policy import Limits
-from .result import Artifact, ExecuteResult, OutputBuffer, artifacts_note, printable_path
+from ...errors import RunInterrupted, SandboxError
+from ...settings import DEFAULT_IMAGE
+from ..policy import Limits
+from ..result import Artifact, ExecuteResult, OutputBuffer, artifacts_note, printable_path
+from . import client as docker_client
 
 LABEL = "ipyskills.sandbox"
 LABEL_PID = "ipyskills.pid"
@@ -306,7 +306,7 @@ def shared_client(probe: bool = False):
 def _on_first_start(client) -> None:
     """The first time this process runs something on an engine: end runs and drain the pool on SIGTERM
     and SIGHUP too, and remove (in the background) containers whose owner process is gone."""
-    from . import signals
+    from .. import signals
 
     signals.install()
     threading.Thread(target=_cleanup_quietly, args=(client,), name="ipyskills-startup-cleanup",

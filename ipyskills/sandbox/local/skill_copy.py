@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import SandboxError
+from ...errors import SandboxError
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".ipynb_checkpoints",
                           ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"})

@@ -1,7 +1,7 @@
 """The local backend: run a skill script as a confined subprocess, for machines without Docker (Binder).
 
 What one run gets (and the result's `isolation` line says which of these actually held, every time):
-- a throw-away copy of the skill as the working directory (sandbox/local_copy.py), read-only to a run
+- a throw-away copy of the skill as the working directory (sandbox/local/skill_copy.py), read-only to a run
   uid (an owner could chmod it, so without root it is only a copy);
 - a uid/gid of its own when ipyskills runs as root: a fresh number no account or process uses, so the
   process limit counts this run alone, concurrent runs cannot signal or ptrace each other, and the files
@@ -11,7 +11,7 @@ What one run gets (and the result's `isolation` line says which of these actuall
   IPYSKILLS_OUTPUT, plus what the caller passes in `request.env`;
 - rlimits: address space = memory, CPU seconds = timeout + 1, file size = tmp_size, processes = pids,
   256 open files, no core dumps; no-new-privileges;
-- new network and pid namespaces where the kernel allows them (sandbox/local_isolation.py), so there is no
+- new network and pid namespaces where the kernel allows them (sandbox/local/isolation.py), so there is no
   network (not even loopback) and every process the script starts dies with the run;
 - a wall-clock timeout enforced from the host, then SIGKILL to the namespace and the process group.
 
@@ -56,17 +56,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import RunInterrupted, SandboxError
-from . import local_confine
-from .local_copy import copy_skill
-from .result import Artifact, ExecuteResult, OutputBuffer, printable_path
-from .runner import RunRequest
+from ...errors import RunInterrupted, SandboxError
+from ..result import Artifact, ExecuteResult, OutputBuffer, printable_path
+from ..runner import RunRequest
+from . import confine as local_confine
+from .skill_copy import copy_skill
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 RUN_IDS = range(1_900_000_000, 1_901_000_000)  # far above distributions' account and subuid ranges
 SWEPT_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable places a run uid may leave files in
 OPEN_FILES = 256
-HELPER = str(Path(__file__).with_name("local_isolation.py"))
+HELPER = str(Path(__file__).with_name("isolation.py"))
 HELPER_STARTUP_SECONDS = 10.0  # the helper reports within this or the run is abandoned
 EXIT_GRACE_SECONDS = 1.0  # after the script exits, how long its pipes may stay open
 _READ_SIZE = 256 * 1024

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import SandboxError
+from ...errors import SandboxError
 
 DEFAULT_TIMEOUT = 60  # seconds for one API call; runs raise it above their own timeout
 # Connections kept open to the engine per client: the largest warm pool (8) filling in parallel, plus the

@@ -1,7 +1,7 @@
 """Host-side plans for the local backend's confinement: what Landlock lets a run read and write, a run-wide
 memory cgroup where one can be made, and the removal of run folders whose owner died.
 
-The child side (sandbox/local_isolation.py) applies the plan and reports what held; nothing here is assumed
+The child side (sandbox/local/isolation.py) applies the plan and reports what held; nothing here is assumed
 to have worked.
 """
 
