@@ -1,10 +1,16 @@
-"""Helpers for the local backend tests: real skill folders on disk and one-call runs."""
+"""Helpers for the local backend tests: real skill folders on disk, one-call runs, an ordinary user (uid
+1000, as on Binder) with a venv of its own, and probes of what this kernel lets a process do."""
 
 from __future__ import annotations
 
+import json
 import os
+import pwd
 import shutil
+import subprocess
 import tempfile
+import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 
 from ipyskills.sandbox.local.backend import LocalBackend
@@ -12,6 +18,8 @@ from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.runner import RunRequest
 
 AS_ROOT = os.geteuid() == 0
+REPO = str(Path(__file__).resolve().parents[2])
+USER_UID = 1000
 SKILL_MD = "---\nname: {name}\ndescription: A skill used by the sandbox tests.\n---\nBody.\n"
 
 
@@ -91,3 +99,130 @@ def pids_alive(pids) -> list[int]:
         if state != "Z":
             alive.append(pid)
     return alive
+
+
+# -- an ordinary user ------------------------------------------------------------------------------------
+
+def ensure_user(uid: int = USER_UID) -> None:
+    """An account with `uid` (created when none exists, so a fresh CI machine gets one too)."""
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        subprocess.run(["useradd", "-m", "-u", str(uid), f"ipyskills-test-{uid}"], check=True)
+
+
+@contextmanager
+def user_venv(extra_paths=(), uid: int = USER_UID):
+    """The python of a venv made by `uid` from /usr/bin/python3 in a temp folder of its own (removed
+    afterwards), with this checkout (like an editable install) and `extra_paths` on its path."""
+    if not AS_ROOT or not os.path.exists("/usr/bin/python3"):
+        import pytest
+
+        pytest.skip("needs root (to act as an ordinary user) and /usr/bin/python3")
+    ensure_user(uid)
+    base = Path(tempfile.mkdtemp(prefix=f"ipyskills-test-venv-{uid}-", dir="/tmp"))
+    try:
+        os.chown(base, uid, uid)
+        venv = base / "venv"
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True, user=uid,
+                       group=uid, extra_groups=[], cwd="/")
+        site = next(venv.glob("lib/python3*/site-packages"))
+        (site / "ipyskills-repo.pth").write_text("".join(f"{p}\n" for p in (REPO, *extra_paths)))
+        yield venv / "bin" / "python"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def as_user(uid: int = USER_UID, **extra) -> dict:
+    """subprocess keyword arguments that run a program as `uid`, with a plain environment."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": pwd.getpwuid(uid).pw_dir, **extra.pop("env", {})}
+    return {"user": uid, "group": uid, "extra_groups": [], "cwd": "/", "env": env, **extra}
+
+
+RUN_DRIVER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from ipyskills.sandbox.local.backend import LocalBackend
+    from ipyskills.sandbox.policy import Limits
+    from ipyskills.sandbox.runner import RunRequest
+    skill, script, args, limits = json.loads(sys.argv[1])
+    result = LocalBackend().run(RunRequest(skill_name=Path(skill).name, skill_dir=Path(skill), script=script,
+                                           args=args, limits=Limits(**limits)))
+    print(json.dumps({"stdout": result.stdout, "stderr": result.stderr, "isolation": result.isolation,
+                      "exit_code": result.exit_code}))
+""")
+
+
+def run_elsewhere(prefix: list[str], skill: Path, script: str, args=(), timeout=90, **popen) -> dict:
+    """Run the backend in another process (`prefix` is the python, maybe behind a launcher), as another
+    user or under a stricter kernel policy; returns the result's stdout, stderr, isolation and exit_code."""
+    spec = json.dumps([str(skill), script, list(args), {"timeout": 30}])
+    done = subprocess.run([*prefix, "-c", RUN_DRIVER, spec], capture_output=True, text=True, check=False,
+                          timeout=timeout, **popen)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+# -- what the kernel allows ------------------------------------------------------------------------------
+
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+
+_TRY_UNSHARE = textwrap.dedent("""
+    import ctypes, os, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = int(sys.argv[1]) | (0x10000000 if os.geteuid() != 0 else 0)  # unprivileged: through a user ns
+    print("" if libc.unshare(flags) == 0 else os.strerror(ctypes.get_errno()))
+""")
+
+
+def namespace_refusal(flags: int, prefix=("/usr/bin/python3",), **popen) -> str:
+    """'' when a process started with `prefix` (as a user given in `popen`) may unshare `flags` (through a
+    user namespace when not root), else the kernel's refusal (e.g. 'Operation not permitted')."""
+    done = subprocess.run([*prefix, "-c", _TRY_UNSHARE, str(flags)], capture_output=True, text=True,
+                          check=True, timeout=30, **popen)
+    return done.stdout.strip()
+
+
+def landlock_abi() -> int:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "ipyskills_local_isolation", Path(REPO) / "ipyskills" / "sandbox" / "local" / "isolation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.landlock_abi()
+
+
+# A launcher for "root without some namespaces": a user namespace that maps every uid (so the backend
+# can still switch to a run uid of its own) whose quota for the named kinds of namespace is 0. The
+# quota is a setting of that namespace only; the host is untouched.
+NO_NAMESPACES = textwrap.dedent("""
+    import ctypes, os, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    kinds, program = sys.argv[1].split(","), sys.argv[2:]
+    ready_r, ready_w = os.pipe()
+    mapped_r, mapped_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        if libc.unshare(0x10000000) != 0:
+            os._exit(90)
+        os.write(ready_w, b"x")
+        os.read(mapped_r, 1)  # the parent writes the id maps (a process cannot map uids it does not hold)
+        for kind in kinds:
+            with open(f"/proc/sys/user/max_{kind}_namespaces", "w") as fh:
+                fh.write("0")
+        os.execv(program[0], program)
+    os.read(ready_r, 1)
+    for name in ("uid_map", "gid_map"):
+        with open(f"/proc/{pid}/{name}", "w") as fh:
+            fh.write("0 0 4294967295\\n")
+    os.write(mapped_w, b"x")
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+""")
+
+
+def without_namespaces(kinds: str, python: str) -> list[str]:
+    """A command prefix that starts `python` as root in a user namespace where `kinds` (e.g. 'mnt' or
+    'net,pid,mnt') cannot be created."""
+    return [python, "-c", NO_NAMESPACES, kinds, python]

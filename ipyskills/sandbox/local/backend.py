@@ -72,6 +72,9 @@ EXIT_GRACE_SECONDS = 1.0  # after the script exits, how long its pipes may stay 
 _READ_SIZE = 256 * 1024
 _OOM_LINE = re.compile(rb"^MemoryError\b|std::bad_alloc|[Oo]ut of memory|Cannot allocate memory|\bOOM\b")
 _OOM_LINES_READ = 5  # runtimes print a banner after the cause (Node ends its report with "#" lines)
+# Landlock, the run's mount namespace (private /proc and /dev/shm) and the run cgroup. Off only for
+# benchmarks/local_overhead.py, which measures what these steps add to a run; never off otherwise.
+CONFINEMENT = True
 
 
 class LocalBackend:
@@ -264,11 +267,13 @@ class _Run:
             "block_network": not self.limits.network,
             "rlimits": self.rlimits(),
             "owner": os.getpid(),
-            "private_proc": True,
+            "private_mounts": CONFINEMENT,
+            "shm_size": self.limits.tmp_size,
             "landlock": local_confine.landlock_plan(self.work, env, [program[0], self.python_fallback(program[0])],
-                                                    block_tcp=not self.limits.network),
+                                                    block_tcp=not self.limits.network, run_uid=self.uid)
+            if CONFINEMENT else None,
         }
-        self.cgroup = local_confine.RunCgroup(self.limits.memory, self.work.name)
+        self.cgroup = local_confine.RunCgroup(self.limits.memory if CONFINEMENT else 0, self.work.name)
         spec["cgroup_procs"] = self.cgroup.procs
         listen = getattr(self.request, "listener", lambda _stream: None)
         stdout = OutputBuffer(self.limits.output_cap, listen("stdout"))
@@ -541,6 +546,14 @@ class _Run:
         else:
             missing.append("filesystem reads and writes (as the current user; Landlock: "
                            f"{ll.get('error') or 'not tried'})")
+        if r.get("shm") == "private":
+            held.append(f"/dev/shm: the run's own ({self.limits.tmp_size // mib} MiB tmpfs, gone with the run)")
+        elif ll.get("shm") == "shared":
+            missing.append(f"/dev/shm shared with the host (no private one: {r.get('shm_error') or 'not tried'}; "
+                           "what the run's uid leaves there is removed afterwards)")
+        elif ll.get("fs"):
+            missing.append(f"/dev/shm: not reachable, so multiprocessing locks fail (no private one: "
+                           f"{r.get('shm_error') or 'not tried'})")
         if ll.get("scoped"):
             held.append(f"signals and abstract unix sockets: the run's own only ({ll_note})")
         else:
@@ -548,7 +561,6 @@ class _Run:
                            + ("needs ABI 6)" if ll.get("fs") else "not in force)"))
         if ll.get("fs"):
             missing.append("connecting to unix sockets by path")
-        mib = 1024**2
         if self.cgroup_held(r):
             held.append(f"total memory: {self.limits.memory // mib} MiB (cgroup v2)")
         else:

@@ -57,11 +57,15 @@ def _too_broad(path: str) -> bool:
     return real == "/" or home == real or home.startswith(real.rstrip("/") + "/")
 
 
-def landlock_plan(work: Path, env: dict[str, str], programs: list[str], block_tcp: bool) -> dict:
+def landlock_plan(work: Path, env: dict[str, str], programs: list[str], block_tcp: bool,
+                  run_uid: int | None = None) -> dict:
     """Reads: the system folders, each Python's prefixes and import path, PYTHONPATH/NODE_PATH of the run;
-    reads and writes: the run folder (skill copy, home, tmp, outputs, workspace)."""
+    reads and writes: the run folder (skill copy, home, tmp, outputs, workspace), and /dev/shm when it is
+    the run's own tmpfs or, without one, when the script runs as `run_uid` (a uid of its own: what it leaves
+    in the host's /dev/shm is found by owner and removed after the run)."""
     read = _read_paths(tuple(p for p in programs if p), env.get("PYTHONPATH", ""), env.get("NODE_PATH", ""))
-    return {"read": list(read), "write": [str(work)], "devices": list(DEVICES), "block_tcp": block_tcp}
+    return {"read": list(read), "write": [str(work)], "devices": list(DEVICES), "block_tcp": block_tcp,
+            "run_uid": run_uid}
 
 
 @functools.lru_cache(maxsize=32)
@@ -88,11 +92,15 @@ def _read_paths(programs: tuple[str, ...], pythonpath: str, nodepath: str) -> tu
 
 class RunCgroup:
     """A cgroup v2 folder for one run with memory.max (and memory.swap.max 0), made under the cgroup this
-    process is in when that cgroup delegates the memory controller to us; `error` says why not otherwise."""
+    process is in when that cgroup delegates the memory controller to us; `error` says why not otherwise.
+    A limit of 0 makes none (the confinement steps switched off for a benchmark)."""
 
     def __init__(self, limit: int, name: str):
         self.path: str | None = None
         self.error = ""
+        if limit <= 0:
+            self.error = "not tried"
+            return
         try:
             base = _own_cgroup_v2()
             if base is None:

@@ -140,12 +140,14 @@ def landlock_abi():
         return 0
 
 
-def landlock(plan, private_proc, report):
+def landlock(plan, report):
     """Restrict this process (and all it will start) to `plan`: read (and execute) under plan["read"], read
     and write under plan["write"], TCP bind/connect denied when plan["block_tcp"], signals and abstract unix
-    sockets scoped to the run. Each part is reported as held only when the kernel took it."""
+    sockets scoped to the run. /dev/shm is writable when it is the run's own tmpfs, or, without one, when
+    the script runs as plan["run_uid"] (a uid of its own, whose files the host finds and removes afterwards);
+    otherwise it stays unreachable. Each part is reported as held only when the kernel took it."""
     abi = landlock_abi()
-    held = {"abi": abi, "fs": False, "tcp": False, "scoped": False, "proc": "", "error": ""}
+    held = {"abi": abi, "fs": False, "tcp": False, "scoped": False, "proc": "", "shm": "", "error": ""}
     report["landlock"] = held
     if abi < 1:
         held["error"] = "not offered by this kernel"
@@ -168,8 +170,15 @@ def landlock(plan, private_proc, report):
         rules += [(path, LL_READ_FILE | LL_WRITE_FILE | LL_TRUNCATE | LL_IOCTL_DEV) for path in plan.get("devices", [])]
         # /proc: all of it when it is this run's own mount, else only the script's own entry (Python starts
         # without /proc; other processes' command lines stay unreadable).
+        private_proc = report.get("proc") == "private"
         rules.append(("/proc" if private_proc else "/proc/self", LL_READ))
         held["proc"] = "all" if private_proc else "self"
+        if report.get("shm") == "private":
+            held["shm"] = "private"
+        elif plan.get("run_uid") is not None and report.get("uid") == plan["run_uid"]:
+            held["shm"] = "shared"
+        if held["shm"]:
+            rules.append(("/dev/shm", fs))
         for path, rights in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -188,7 +197,7 @@ def landlock(plan, private_proc, report):
         _syscall(numbers[2], ctypes.c_int(ruleset), ctypes.c_uint32(0))
     except OSError as exc:
         held["error"] = exc.strerror or str(exc)
-        held["proc"] = ""
+        held["proc"] = held["shm"] = ""
         return
     finally:
         os.close(ruleset)
@@ -201,19 +210,35 @@ def _mount(source, target, fstype, flags, data=None):
         raise OSError(err, os.strerror(err))
 
 
-def private_proc(report):
-    """In the first process of the new pid namespace (before any uid change): a fresh /proc that shows
-    this namespace only, in a mount namespace of the run's own (made by the parent)."""
-    if not (report.get("mountns") and report.get("pidns")):
-        report["proc_error"] = report.get("mountns_error") or "no pid namespace"
-        return False
+def private_mounts(spec, report):
+    """In the first process of the new pid namespace (before any uid change), in a mount namespace of the
+    run's own (made by the parent): a fresh size-capped tmpfs on /dev/shm, so POSIX semaphores and shared
+    memory (multiprocessing) work and vanish with the run, and a fresh /proc that shows this pid namespace
+    only. Each is reported as held only when its mount took."""
+    if not report.get("mountns"):
+        report["proc_error"] = report["shm_error"] = report.get("mountns_error") or "no mount namespace"
+        return
     try:
+        # Nothing mounted here may reach the host's mount table (and the host's later mounts stay out).
         _mount(None, b"/", None, MS_REC | MS_PRIVATE)
+    except OSError as exc:
+        report["proc_error"] = report["shm_error"] = exc.strerror or str(exc)
+        return
+    if spec.get("shm_size"):
+        try:
+            options = f"size={spec['shm_size']},nr_inodes=4096,mode=1777".encode()
+            _mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+            report["shm"] = "private"
+        except OSError as exc:
+            report["shm_error"] = exc.strerror or str(exc)
+    if not report.get("pidns"):
+        report["proc_error"] = "no pid namespace"
+        return
+    try:
         _mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        report["proc"] = "private"
     except OSError as exc:
         report["proc_error"] = exc.strerror or str(exc)
-        return False
-    return True
 
 
 def confine_child(spec, report):
@@ -287,7 +312,7 @@ def start_script(spec, report, program):
             # The host's interpreter lives where the unprivileged user cannot reach (e.g. under /root).
             report["exe_fallback"] = exe = program[0] = fallback
         if spec.get("landlock") is not None:
-            landlock(spec["landlock"], report.get("proc") == "private", report)
+            landlock(spec["landlock"], report)
         os.write(status_fd, b"report " + json.dumps(report).encode() + b"\n")
         os.execve(exe, program, dict(os.environ))
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the host as text
@@ -301,8 +326,8 @@ def reap(spec, report, program, signal_w):
     orphans until the script ends, exit with its status (the kernel then kills whatever is left). The
     signal that killed the script goes to `signal_w` (close-on-exec, so the script never holds it)."""
     try:
-        if spec.get("private_proc") and private_proc(report):
-            report["proc"] = "private"
+        if spec.get("private_mounts"):
+            private_mounts(spec, report)
         confine_child(spec, report)
         script = os.fork()
     except BaseException as exc:  # noqa: BLE001
@@ -343,7 +368,7 @@ def main(argv):
     net, pid, user, ns_error = enter_namespaces(spec["block_network"], spec.get("uid"), spec.get("gid"))
     report = {"netns": net, "pidns": pid, "userns": user, "ns_error": ns_error, "cgroup_error": cgroup,
               "cgroup_held": bool(spec.get("cgroup_procs")) and not cgroup}
-    if spec.get("private_proc"):
+    if spec.get("private_mounts"):
         try:
             _unshare(CLONE_NEWNS)
             report["mountns"] = True
