@@ -17,6 +17,8 @@ DEFAULT_IMAGE = "ipyskills-sandbox:latest"
 BACKENDS = ("auto", "docker", "local")
 # What a run provisions before it starts: every requirement found, only declared ones, or nothing.
 DEPS_MODES = ("auto", "declared", "off")
+# Settings given in bytes that also take a size like '256m' or '1g' (IPYSKILLS_INPUT_CAP=256m).
+SIZE_FIELDS = ("input_cap", "workspace_size")
 
 
 @dataclass(frozen=True)
@@ -35,11 +37,20 @@ class Settings:
     network: bool = False
     output_cap: int = 1024 * 1024  # bytes kept of stdout and of stderr, each
     stdin_cap: int = 32 * 1024**2  # bytes of stdin one run may be given
+    input_cap: int = 64 * 1024**2  # bytes of --input / inputs= files staged into one run's workspace
+    workspace_size: int = 128 * 1024**2  # the run's writable working folder (Docker: a tmpfs of this size)
     level2_cap: int = 30_000  # characters of level-2 text (SKILL.md body cut visibly to fit)
     guard: bool = True  # static check before every run
     pool_size: int = 2  # Docker containers kept started ahead of runs (0: no warm pool)
     pool_max: int = 8  # the warm pool grows to the recent burst of parallel runs, up to this (at most 8)
     deps: str = "auto"  # provision a skill's Python requirements before its first run (see DEPS_MODES)
+    allow_sdist: bool = False  # build a package that has no wheel from its sdist, in a network-off container
+
+    def __post_init__(self):
+        # Sizes may be given as '256m' or a number of bytes; stored as bytes, checked here so a bad value
+        # fails when it is set, not at the first run.
+        for name in SIZE_FIELDS:
+            object.__setattr__(self, name, _size(getattr(self, name), name))
 
     def with_overrides(self, **changes) -> Settings:
         unknown = set(changes) - {f.name for f in fields(self)}
@@ -71,6 +82,8 @@ def _coerce(name: str, default, raw: str):
         raise ConfigError(f"{what}: expected 1/0, true/false, yes/no or on/off")
     if isinstance(default, tuple):
         return tuple(p for p in raw.split(os.pathsep) if p)
+    if name in SIZE_FIELDS:
+        return _size(raw, f"IPYSKILLS_{name.upper()}")
     try:
         if isinstance(default, int):
             return int(raw)
@@ -91,3 +104,10 @@ def check_deps_mode(value, what: str = "deps") -> str:
                           f"declared: only PEP 723 blocks, requirements files and install lines, off: none), "
                           f"got {value!r}")
     return value
+
+
+def _size(value, what: str) -> int:
+    """Bytes from 256m / 1g / 64MiB / a number, or a ConfigError that says what a size looks like."""
+    from .sandbox.policy import parse_size
+
+    return parse_size(value, what)

@@ -7,7 +7,7 @@ the IPython config leaves unset (so precedence is: defaults < environment < ipyt
 
 from __future__ import annotations
 
-from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, Union, validate
 from traitlets.config import Configurable
 
 from ..errors import ConfigError
@@ -30,10 +30,13 @@ TRAIT_FIELDS = {
     "cpus": "cpus",
     "network": "network",
     "output_cap": "output_cap",
+    "input_cap": "input_cap",
+    "workspace_size": "workspace_size",
     "guard": "guard",
     "pool_size": "pool_size",
     "pool_max": "pool_max",
     "deps": "deps",
+    "allow_sdist": "allow_sdist",
 }
 
 
@@ -59,6 +62,13 @@ class IPySkillsConfig(Configurable):
     cpus = Float(_DEFAULTS.cpus, help="CPUs one run may use.").tag(config=True)
     network = Bool(_DEFAULTS.network, help="Give runs network access (off by default).").tag(config=True)
     output_cap = Int(_DEFAULTS.output_cap, help="Bytes kept of stdout and of stderr, each.").tag(config=True)
+    # A size like '256m' or a number of bytes; the trait keeps what was given, settings() turns it to bytes.
+    input_cap = Union([Int(), Unicode()], default_value=_DEFAULTS.input_cap,
+                      help="Bytes of --input / inputs= files one run may stage into its workspace, like 64m "
+                           "(a larger input is refused before the run starts).").tag(config=True)
+    workspace_size = Union([Int(), Unicode()], default_value=_DEFAULTS.workspace_size,
+                           help="Size of a run's writable working folder, like 128m (Docker: a tmpfs, counted "
+                                "in the run's memory; grown to input_cap + 64m when smaller).").tag(config=True)
     guard = Bool(_DEFAULTS.guard, help="Run the static guard before every script.").tag(config=True)
     pool_size = Int(_DEFAULTS.pool_size,
                     help="Docker containers started ahead of runs, each used once (0 turns the warm pool "
@@ -70,6 +80,10 @@ class IPySkillsConfig(Configurable):
                 help="What a run installs into the sandbox before it starts: auto (every requirement found, "
                      "imports included), declared (PEP 723 blocks, requirements files and install lines in "
                      "SKILL.md), off (nothing).").tag(config=True)
+    allow_sdist = Bool(_DEFAULTS.allow_sdist,
+                       help="Provisioning may build a package that publishes no wheel from its source "
+                            "distribution, in a throwaway container with the network off (its build code "
+                            "never runs on this machine); off by default.").tag(config=True)
     authoring_root = Unicode("./skills", help="Where %%skill writes a skill that does not exist yet."
                              ).tag(config=True)
     table_rows = Int(50, help="Catalog rows shown before the table says 'showing N of M'.").tag(config=True)
@@ -92,6 +106,16 @@ class IPySkillsConfig(Configurable):
 
         try:
             parse_size(proposal["value"], "IPySkills.memory")
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+        return proposal["value"]
+
+    @validate("input_cap", "workspace_size")
+    def _check_size(self, proposal):
+        from ..sandbox.policy import parse_size
+
+        try:
+            parse_size(proposal["value"], f"IPySkills.{proposal['trait'].name}")
         except ConfigError as exc:
             raise TraitError(str(exc)) from None
         return proposal["value"]

@@ -71,7 +71,7 @@ class Limits:
     @classmethod
     def from_settings(cls, settings, **overrides) -> Limits:
         base = {name: getattr(settings, name) for name in ("timeout", "memory", "pids", "cpus", "network", "output_cap",
-                                                       "stdin_cap")}
+                                                       "stdin_cap", "input_cap", "workspace_size")}
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 

@@ -102,3 +102,69 @@ def test_bad_values_are_refused(ip, magics, assignment, caplog):
     assert trait in caplog.text
     with pytest.raises(TraitError):
         setattr(magics, trait, eval(assignment.split("=", 1)[1]))
+
+
+# ---------------------------------------------------------------------------- input_cap, workspace_size
+
+
+def test_size_settings_take_sizes_from_the_environment_and_refuse_nonsense(workdir):
+    from ipyskills.errors import ConfigError
+    from ipyskills.sandbox.policy import Limits
+
+    env = Settings.from_env({"IPYSKILLS_INPUT_CAP": "256m", "IPYSKILLS_WORKSPACE_SIZE": "1073741824"})
+    assert (env.input_cap, env.workspace_size) == (256 * 2**20, 2**30)
+    limits = Limits.from_settings(env)  # what every run gets
+    assert (limits.input_cap, limits.workspace_size) == (256 * 2**20, 2**30)
+    for name, raw in (("INPUT_CAP", "lots"), ("WORKSPACE_SIZE", "0"), ("INPUT_CAP", "-5m")):
+        with pytest.raises(ConfigError, match=f"IPYSKILLS_{name}") as err:
+            Settings.from_env({f"IPYSKILLS_{name}": raw})
+        assert "256m" in str(err.value) or "greater than zero" in str(err.value)
+    with pytest.raises(ConfigError, match="workspace_size"):
+        Settings(workspace_size="2 lots")
+    # A workspace smaller than the inputs it must hold grows to leave them room.
+    assert Limits.from_settings(Settings(input_cap="200m")).workspace_size == 264 * 2**20
+
+
+def test_size_traits_reach_the_run(ip, magics, workdir, cell, caplog):
+    from ipyskills.errors import SandboxError
+
+    (workdir / "big.bin").write_bytes(b"x" * 3000)
+    ip.run_line_magic("config", "IPySkills.input_cap = '2k'")
+    assert magics.registry.settings.input_cap == 2048
+    with pytest.raises(SandboxError, match="2,048 byte cap"):
+        magics.registry.run_request("hello", "scripts/hi.py", inputs=["big.bin"])
+    _, out = cell("%skill_run --backend local --input big.bin hello scripts/hi.py")
+    assert "2,048 byte cap" in out and "input_cap" in out and "Traceback" not in out
+    ip.run_line_magic("config", "IPySkills.input_cap = 4096")
+    assert magics.registry.run_request("hello", "scripts/hi.py", inputs=["big.bin"]).inputs.total == 3000
+
+    ip.run_line_magic("config", "IPySkills.workspace_size = '96m'")
+    assert magics.registry.run_request("hello", "scripts/hi.py").limits.workspace_size == 96 * 2**20
+    ip.run_line_magic("config", "IPySkills.workspace_size = 'huge'")  # refused, the old value kept
+    assert magics.workspace_size == "96m" and "workspace_size" in caplog.text
+
+
+@pytest.mark.docker
+def test_workspace_size_sizes_the_docker_workspace(ip, magics, workdir):
+    from ipyskills.sandbox.docker.backend import DockerBackend
+
+    ready, reason = DockerBackend().readiness()
+    if not ready:
+        import os
+
+        if os.environ.get("IPYSKILLS_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"Docker is required here but not ready: {reason}")
+        pytest.skip(reason)
+    script = workdir / "skills" / "hello" / "scripts" / "df.py"
+    script.write_text("import os\ns = os.statvfs('.')\nprint(s.f_blocks * s.f_frsize // 2**20)\n")
+    ip.run_line_magic("config", "IPySkills.pool_size = 0")
+    ip.run_line_magic("config", "IPySkills.workspace_size = '40m'")
+    ip.run_line_magic("config", "IPySkills.input_cap = '16m'")
+    result = ip.run_line_magic("skill_run", "--backend docker hello scripts/df.py")
+    assert result.ok, result.stderr
+    assert result.stdout.strip() == "40"  # the working directory's file system, as the script sees it
+    assert "workspace /work 40 MiB" in result.isolation
+    # Smaller than input_cap (64m by default), it grows to leave the inputs room, and says so.
+    ip.run_line_magic("config", "IPySkills.input_cap = '64m'")
+    result = ip.run_line_magic("skill_run", "--backend docker hello scripts/df.py")
+    assert result.stdout.strip() == "128" and "workspace /work 128 MiB" in result.isolation
