@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ...errors import RunInterrupted, SandboxError
 from ...settings import DEFAULT_IMAGE
+from ..owners import pid_alive
 from ..policy import Limits
 from ..result import Artifact, ExecuteResult, OutputBuffer, artifacts_note, printable_path
 from . import client as docker_client
@@ -863,15 +864,7 @@ def _owner_alive(labels: dict, host: str) -> bool:
         pid = int(labels.get(LABEL_PID, ""))
     except ValueError:
         return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid == os.getpid() or pid_alive(pid)
 
 
 def cleanup(client=None, all_owners: bool = False) -> list[str]:

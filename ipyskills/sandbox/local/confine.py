@@ -15,6 +15,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from ..owners import pid_alive
+
 # What any interpreter or program needs to start and work: system libraries and programs, the dynamic
 # loader's cache, time zones, certificates, fonts, name lookups. Missing ones are skipped by the helper.
 SYSTEM_READ = (
@@ -177,16 +179,6 @@ def run_folder_prefix() -> str:
     return f"{RUN_PREFIX}{os.getpid()}-"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stale_run_folders(roots=None) -> list[str]:
     """Run folders (and run cgroups) whose owner process is gone, in the temp dirs runs are made in."""
     import tempfile
@@ -207,13 +199,13 @@ def stale_run_folders(roots=None) -> list[str]:
                     continue
             except OSError:
                 continue
-            if not _alive(int(match.group(1))):
+            if not pid_alive(int(match.group(1))):
                 found.append(entry.path)
     base = _own_cgroup_v2()
     if base and os.path.isdir(os.path.join(base, "ipyskills")):
         for entry in os.scandir(os.path.join(base, "ipyskills")):
             match = _OWNER.match(entry.name)
-            if match and not _alive(int(match.group(1))):
+            if match and not pid_alive(int(match.group(1))):
                 found.append(entry.path)
     return found
 
