@@ -12,8 +12,6 @@ import pytest
 from ipyskills.cli.run_cmd import exit_code_for
 from ipyskills.sandbox.result import ExecuteResult
 
-pytest.importorskip("ipyskills.sandbox.local.backend")
-
 SCRIPT = """\
 import sys
 print("argv", sys.argv[1:])
@@ -111,13 +109,16 @@ def test_unknown_skill_and_bad_limits(env):
 
 
 def test_guard_runs_by_default(env):
-    pytest.importorskip("ipyskills.sandbox.guard")
     e, root, tmp = env
-    (root / "runner-skill" / "scripts" / "bad.py").write_text("import os\nos.system('rm -rf /')\n")
+    # Blocked by py-shell (any os.system call) yet harmless if the guard ever let it run: it only prints a
+    # canary, which the test would then see.
+    (root / "runner-skill" / "scripts" / "bad.py").write_text("import os\nos.system('echo guard-canary-ran')\n")
     cmd = [sys.executable, "-m", "ipyskills", "run", "--dir", str(root), "--backend", "local",
            "runner-skill", "scripts/bad.py"]
     p = subprocess.run(cmd, cwd=tmp, env=e, capture_output=True, text=True, timeout=90, check=False)
-    assert p.returncode == 1 and "guard blocked" in p.stderr
+    assert p.returncode == 1 and "guard blocked scripts/bad.py" in p.stderr
+    assert "scripts/bad.py:2: [block] py-shell" in p.stderr
+    assert "guard-canary-ran" not in p.stdout
 
 
 @pytest.mark.parametrize("fields,code", [

@@ -336,7 +336,6 @@ def test_run_request_bad_parameters_are_skill_errors(reg, kwargs):
 
 
 def test_run_end_to_end_on_local_backend(reg):
-    pytest.importorskip("ipyskills.sandbox.local.backend")
     result = reg.run("skill-dir", "scripts/run.py", args=["-v", "a b"], stdin="piped", backend="local",
                      guard=False, timeout=30)
     assert result.exit_code == 0, result.stderr

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ipyskills.sandbox.guard import check_file
+
 from .conftest import BUNDLED, EXAMPLES, run_script
 
 EXPECTED_BUNDLED = {"citation-generator", "data-processor", "doc-coauthoring", "document-analyzer",
@@ -115,8 +117,7 @@ def test_script_uses_no_network_processes_or_dynamic_code(script):
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=ids(SCRIPTS))
 def test_guard_finds_nothing(script):
-    guard = pytest.importorskip("ipyskills.sandbox.guard")
-    report = guard.check_file(script)
+    report = check_file(script)
     assert not report.blocked
     assert list(report.findings) == []
 
