@@ -1,32 +1,39 @@
 """SIGTERM and SIGHUP end this process's sandbox runs and drain the warm pool, as Ctrl-C and normal exit do.
 
 `docker stop`, systemd, `timeout`, CI cancellation and JupyterHub culling send SIGTERM; a closed terminal
-sends SIGHUP. Python's default action for both ends the process without running `atexit`, so in-flight
-containers and the pool's started containers would stay. `install()` (called when the Docker backend first
-talks to an engine) puts a handler in front of whatever was there:
+sends SIGHUP. Python's default action for both ends the process without running `atexit` or `finally`, so
+in-flight containers and the pool's started containers would stay, and so would a local run's folder (and,
+outside a pid namespace, what its script started in its own session). `install()` (called when a backend
+is set up, Docker or local) puts a handler in front of whatever was there:
 
 - only from the main thread (Python allows no other), and only once per signal;
 - a signal that is ignored (`SIG_IGN`, e.g. SIGHUP under `nohup`) stays ignored: nothing is installed;
-- on the signal, the pool is drained and every container of this process removed (in a helper thread,
-  bounded by `CLEANUP_TIMEOUT`, so a lock held by the interrupted main thread cannot hang it), then the
-  previous disposition runs: a Python handler (ipykernel's, Jupyter's, the user's) is called with the same
-  arguments; the default is restored and the signal sent again, so the process still dies *by that
-  signal* (exit status and parent's view unchanged).
+- on the signal, in-flight local runs are ended (each registered its own `end` with `ended_on_signal`:
+  process group killed, run folder removed), the pool is drained and every container of this process
+  removed (in a helper thread, bounded by `CLEANUP_TIMEOUT`, so a lock held by the interrupted main thread
+  cannot hang it), then the previous disposition runs: a Python handler (ipykernel's, Jupyter's, the
+  user's) is called with the same arguments; the default is restored and the signal sent again, so the
+  process still dies *by that signal* (exit status and parent's view unchanged).
 - a handler installed after ours (which may chain to ours) is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import threading
+from collections.abc import Callable, Iterator
 
 CLEANUP_TIMEOUT = 10.0  # seconds the handler spends removing containers before passing the signal on
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 _installed: dict[int, object] = {}  # signal number -> the disposition we replaced
 _lock = threading.Lock()
+# id -> how to end one in-flight run (local backend). No lock: the handler may interrupt the main thread
+# anywhere, and a lock it held would stop the clean-up thread; a dict's set, pop and copy are atomic.
+_enders: dict[int, Callable[[], None]] = {}
 
 
 def install() -> list[int]:
@@ -65,8 +72,24 @@ def uninstall() -> None:
             del _installed[signum]
 
 
+_ids = itertools.count()
+
+
+@contextlib.contextmanager
+def ended_on_signal(end: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, SIGTERM/SIGHUP call `end()` (from the clean-up thread) before the signal is
+    passed on: the process usually dies next, so the block's own `finally` never runs."""
+    key = next(_ids)
+    _enders[key] = end
+    try:
+        yield
+    finally:
+        _enders.pop(key, None)
+
+
 def end_runs(timeout: float = CLEANUP_TIMEOUT) -> None:
-    """Drain every warm pool and remove every container of this process, within `timeout` seconds."""
+    """End in-flight local runs, drain every warm pool and remove every container of this process, within
+    `timeout` seconds."""
     worker = threading.Thread(target=_end_runs, name="ipyskills-signal-cleanup", daemon=True)
     worker.start()
     worker.join(timeout)
@@ -75,6 +98,9 @@ def end_runs(timeout: float = CLEANUP_TIMEOUT) -> None:
 def _end_runs() -> None:
     import sys
 
+    for end in list(_enders.values()):  # first: killing a process group takes milliseconds, removing containers longer
+        with contextlib.suppress(Exception):
+            end()
     pool = sys.modules.get("ipyskills.sandbox.docker.pool")
     backend = sys.modules.get("ipyskills.sandbox.docker.backend")
     try:

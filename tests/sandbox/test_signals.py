@@ -1,15 +1,19 @@
-"""SIGTERM/SIGHUP end runs and drain the pool (real subprocesses on the shared engine); SIGKILL leaves
-strays that the next process's first start removes; the handlers chain and respect SIG_IGN."""
+"""SIGTERM/SIGHUP end runs and drain the pool (real subprocesses on the shared engine) and end local runs
+(process group killed, run folder removed); SIGKILL leaves strays that the next process's first start
+removes; the handlers are installed when a backend is set up, chain, and respect SIG_IGN."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -167,3 +171,76 @@ def test_install_outside_the_main_thread_does_nothing():
     t.start()
     t.join()
     assert result == [[]]
+
+
+LOCAL_OWNER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from ipyskills.sandbox.local.backend import LocalBackend
+    from ipyskills.sandbox.policy import Limits
+    from ipyskills.sandbox.runner import RunRequest
+
+    LocalBackend().run(RunRequest(skill_name="sleeper", skill_dir=Path(sys.argv[1]), script="scripts/spawn.py",
+                                  args=[sys.argv[2]], limits=Limits(timeout=60)))
+""")
+
+
+def marked(marker: str) -> list[str]:
+    """Pids whose command line holds `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if marker.encode() in fh.read():
+                    found.append(entry)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_ends_a_local_run_and_removes_its_folder(skill_maker, signum):
+    """Without the handler the process dies by the signal with its run folder left for the next start (and,
+    outside a pid namespace, the script's children running on in their own session)."""
+    skill = skill_maker({"scripts/spawn.py": (
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', sys.argv[1]])\n"
+        "time.sleep(60)\n")}, name="sleeper")
+    marker = f"ipyskills-signal-{uuid.uuid4().hex}"
+    tmp = tempfile.mkdtemp(prefix="ipyskills-signal-test-")
+    os.chmod(tmp, 0o1777)  # like /tmp: a run uid must reach its run folder inside
+    proc = subprocess.Popen([sys.executable, "-c", LOCAL_OWNER, str(skill), marker],
+                            env={**os.environ, "TMPDIR": tmp}, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: len(marked(marker)) >= 2), "the run did not start"  # the script and its child
+        assert os.listdir(tmp), "no run folder"
+        proc.send_signal(signum)
+        proc.wait(30)
+        assert proc.returncode == -signum, proc.stderr.read()  # still dies by the signal
+        assert marked(marker) == []  # gone when the owner is, not later
+        assert os.listdir(tmp) == []  # the run folder went with it, not at the next start
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in marked(marker):
+            with __import__("contextlib").suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_setting_up_a_backend_installs_the_handlers():
+    from ipyskills.sandbox.docker.backend import DockerBackend
+    from ipyskills.sandbox.local.backend import LocalBackend
+
+    previous = {s: signal.getsignal(s) for s in sig.SIGNALS}
+    try:
+        for make in (LocalBackend, DockerBackend):  # neither talks to an engine or runs anything here
+            sig.uninstall()
+            assert all(signal.getsignal(s) is not sig._handle for s in sig.SIGNALS)
+            make()
+            assert all(signal.getsignal(s) is sig._handle for s in sig.SIGNALS)
+    finally:
+        sig.uninstall()
+        for s, handler in previous.items():
+            signal.signal(s, handler)

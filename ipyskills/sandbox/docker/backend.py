@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ...errors import RunInterrupted, SandboxError
 from ...settings import DEFAULT_IMAGE
+from .. import signals
 from ..owners import pid_alive
 from ..policy import Limits
 from ..result import Artifact, ExecuteResult, OutputBuffer, artifacts_note, printable_path
@@ -97,6 +98,7 @@ class DockerBackend:
         self.pool_size = pool_size
         self.pool_max = pool_max  # the most the pool grows to for a burst (None: pool.MAX_SIZE)
         self.pool_limits = pool_limits or Limits()
+        signals.install()  # SIGTERM/SIGHUP end runs and drain the pool, from the backend's setup on
 
     # -- readiness -------------------------------------------------------------------------------------
     def probe_client(self):
@@ -305,11 +307,8 @@ def shared_client(probe: bool = False):
 
 
 def _on_first_start(client) -> None:
-    """The first time this process runs something on an engine: end runs and drain the pool on SIGTERM
-    and SIGHUP too, and remove (in the background) containers whose owner process is gone."""
-    from .. import signals
-
-    signals.install()
+    """The first time this process runs something on an engine: remove (in the background) containers
+    whose owner process is gone."""
     threading.Thread(target=_cleanup_quietly, args=(client,), name="ipyskills-startup-cleanup",
                      daemon=True).start()
 

@@ -57,6 +57,7 @@ import time
 from pathlib import Path
 
 from ...errors import RunInterrupted, SandboxError
+from .. import signals
 from ..result import Artifact, ExecuteResult, OutputBuffer, printable_path
 from ..runner import RunRequest
 from . import confine as local_confine
@@ -80,6 +81,9 @@ CONFINEMENT = True
 class LocalBackend:
     name = "local"
 
+    def __init__(self):
+        signals.install()  # SIGTERM/SIGHUP end local runs too (their process group, their folder)
+
     def readiness(self) -> tuple[bool, str]:
         return True, ""
 
@@ -98,9 +102,16 @@ class LocalBackend:
             raise SandboxError(f"the local backend could not create its run folder: {_full_or(exc, temp_root)}; "
                                "check that the temp dir (TMPDIR) exists and has free space") from None
         run = None
+
+        def end() -> None:  # on SIGTERM/SIGHUP: the process dies next, so the finally below never runs
+            if run is not None:
+                run.kill()
+            remove_tree(work)
+
         try:
-            run = _Run(request, argv, work)
-            return run.execute()
+            with signals.ended_on_signal(end):
+                run = _Run(request, argv, work)
+                return run.execute()
         except OSError as exc:
             raise SandboxError(f"the local backend could not prepare the run: {_full_or(exc, str(work.parent))}") from None
         finally:
