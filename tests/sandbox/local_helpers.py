@@ -183,14 +183,48 @@ def namespace_refusal(flags: int, prefix=("/usr/bin/python3",), **popen) -> str:
     return done.stdout.strip()
 
 
-def landlock_abi() -> int:
+def landlock_abi(prefix=None, **popen) -> int:
+    """The kernel's Landlock ABI as the backend's helper finds it: here, or in a process started with
+    `prefix` (a launcher that takes a python)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "ipyskills_local_isolation", Path(REPO) / "ipyskills" / "sandbox" / "local" / "isolation.py")
+    helper = Path(REPO) / "ipyskills" / "sandbox" / "local" / "isolation.py"
+    if prefix:
+        code = f"import runpy; print(runpy.run_path({str(helper)!r})['landlock_abi']())"
+        done = subprocess.run([*prefix, "-c", code], capture_output=True, text=True, check=True, timeout=30, **popen)
+        return int(done.stdout)
+    spec = importlib.util.spec_from_file_location("ipyskills_local_isolation", helper)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.landlock_abi()
+
+
+# A launcher for "a kernel without Landlock": a seccomp filter that answers the three Landlock system
+# calls (444-446 on x86_64 and aarch64) with ENOSYS, as a kernel built without Landlock does.
+NO_LANDLOCK = textwrap.dedent("""
+    import ctypes, os, sys
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+    code = (Filter * 5)(
+        Filter(0x20, 0, 0, 0),                  # load the system call number
+        Filter(0x35, 0, 2, 444),                # below 444: allow
+        Filter(0x25, 1, 0, 446),                # above 446: allow
+        Filter(0x06, 0, 0, 0x00050000 | 38),    # landlock_*: ENOSYS
+        Filter(0x06, 0, 0, 0x7FFF0000),         # allow
+    )
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(38, 1, 0, 0, 0)  # no-new-privileges, which an unprivileged seccomp filter needs
+    if libc.prctl(22, 2, ctypes.byref(Program(5, code)), 0, 0) != 0:
+        sys.exit("seccomp: " + os.strerror(ctypes.get_errno()))
+    os.execv(sys.argv[1], sys.argv[1:])
+""")
+
+
+def without_landlock(python: str) -> list[str]:
+    """A command prefix that starts `python` where Landlock is missing (see NO_LANDLOCK)."""
+    return [python, "-c", NO_LANDLOCK, python]
 
 
 # A launcher for "root without some namespaces": a user namespace that maps every uid (so the backend
@@ -226,3 +260,23 @@ def without_namespaces(kinds: str, python: str) -> list[str]:
     """A command prefix that starts `python` as root in a user namespace where `kinds` (e.g. 'mnt' or
     'net,pid,mnt') cannot be created."""
     return [python, "-c", NO_NAMESPACES, kinds, python]
+
+
+def assert_network_blocked_where_possible(iso: str, connected: bool, seen: list, refusal: str, abi: int) -> None:
+    """A run without --network: blocked by a network namespace wherever this kernel lets the run's user
+    make one (`refusal` == ''), else by Landlock's TCP rules where it has them (ABI 4); only where both
+    are refused may the line say NOT blocked, and then the connection really went through."""
+    import time
+
+    if not refusal:
+        assert "network: none (" in iso, iso
+    elif abi >= 4:
+        assert "network: TCP connect and bind denied (Landlock" in iso, iso
+        assert "network other than TCP, e.g. UDP" in iso
+    else:
+        assert "network: NOT blocked" in iso, iso
+        assert connected  # the truth behind "NOT blocked"
+        return
+    assert not connected
+    time.sleep(0.3)
+    assert seen == []

@@ -20,7 +20,18 @@ import uuid
 from pathlib import Path
 
 import pytest
-from local_helpers import AS_ROOT, pids_alive, run
+from local_helpers import (
+    AS_ROOT,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    assert_network_blocked_where_possible,
+    landlock_abi,
+    namespace_refusal,
+    pids_alive,
+    run,
+    without_landlock,
+)
 
 from ipyskills.sandbox.local.backend import LocalBackend
 from ipyskills.sandbox.policy import Limits
@@ -105,17 +116,53 @@ CONNECT = textwrap.dedent("""
 """)
 
 
-def test_network_is_blocked_when_the_line_says_so(make_skill, listener):
+def test_network_is_blocked_wherever_the_kernel_allows(make_skill, listener):
     port, seen = listener
     skill = make_skill({"scripts/net.py": CONNECT})
     result = run(skill, "scripts/net.py", args=[str(port)])
     assert result.exit_code == 0, result.stderr
-    if "network: none" in result.isolation:
-        assert "127.0.0.1 refused" in result.stdout and "1.1.1.1 refused" in result.stdout
-        time.sleep(0.3)
-        assert seen == []
+    refusal = namespace_refusal(CLONE_NEWNET, prefix=[sys.executable])
+    assert_network_blocked_where_possible(result.isolation, "127.0.0.1 connected" in result.stdout, seen, refusal,
+                                          landlock_abi())
+    if not refusal:
+        assert "1.1.1.1 refused" in result.stdout
+
+
+PID_VIEW = textwrap.dedent("""
+    import os, sys
+    host_pid = int(sys.argv[1])
+    pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    try:
+        os.kill(host_pid, 0)
+        reach = "reached"
+    except ProcessLookupError:
+        reach = "no such process"
+    except PermissionError:
+        reach = "denied"
+    print(os.getpid(), len(pids), host_pid in pids, reach)
+""")
+
+
+def test_the_pid_view_is_private_wherever_the_kernel_allows(make_skill):
+    """In its own pid namespace with its own /proc, the script is pid 2 (the reaper is 1), /proc lists
+    only the run's processes, and a host process (this test's) does not exist for it."""
+    skill = make_skill({"scripts/pids.py": PID_VIEW})
+    result = run(skill, "scripts/pids.py", args=[str(os.getpid())])
+    assert result.exit_code == 0, result.stderr
+    own_pid, listed, sees_host, reach = result.stdout.split(maxsplit=3)
+    pid_refusal = namespace_refusal(CLONE_NEWPID, prefix=[sys.executable])
+    mount_refusal = namespace_refusal(CLONE_NEWPID | CLONE_NEWNS, prefix=[sys.executable])
+    if not pid_refusal:
+        assert "processes: pid namespace, all killed at the end" in result.isolation, result.isolation
+        assert own_pid == "2" and reach.strip() == "no such process", result.stdout
+    else:  # the kernel refused: the line must not claim it, and the host pid space is the script's
+        assert "processes: pid namespace" not in result.isolation
+        assert int(own_pid) > 2 and reach.strip() != "no such process"
+    if not pid_refusal and not mount_refusal:
+        assert "host processes: not visible (private /proc)" in result.isolation
+        assert int(listed) <= 2 and sees_host == "False", result.stdout  # the reaper and the script
     else:
-        assert "network: NOT blocked" in result.isolation
+        assert "host processes: not visible (private /proc)" not in result.isolation
 
 
 def test_network_when_requested_reaches_the_host_loopback(make_skill, listener):
@@ -291,6 +338,8 @@ def test_classic_shell_fork_bomb_ends_and_leaves_nothing(make_skill, run_dirs):
         result = run(skill, "scripts/bomb.sh", args=[marker], pids=64, timeout=3)
     assert 5 < watch.most <= 64 + 1  # the helper outside the namespace carries it too (as root)
     assert result.timed_out and "fork: retry: Resource temporarily unavailable" in result.stderr
+    if not namespace_refusal(CLONE_NEWPID, prefix=[sys.executable]):
+        assert "processes: pid namespace" in result.isolation
     if "processes: pid namespace" in result.isolation:
         assert marked_pids(marker) == []
     assert run_dirs.made and run_dirs.left_behind() == []
@@ -333,6 +382,8 @@ def test_cpu_spin_times_out_and_the_whole_tree_is_gone(make_skill):
     assert result.timed_out and result.exit_code is None and not result.ok
     assert result.stdout == "started\n"
     assert 1.4 < elapsed < 5
+    if not namespace_refusal(CLONE_NEWPID, prefix=[sys.executable]):
+        assert "processes: pid namespace" in result.isolation
     if "processes: pid namespace" in result.isolation:
         assert marked_pids(marker) == []
     else:  # the line admits escapes; the one that stayed in the group must still be gone
@@ -529,48 +580,56 @@ def drive(prefix: list[str], skill: Path, port: int, **popen) -> dict:
 
 
 @pytest.mark.skipif(not AS_ROOT, reason="needs root to start the backend as an ordinary user")
-def test_as_an_ordinary_user_namespaces_still_block_the_network(make_skill, listener):
+def test_as_an_ordinary_user_the_network_is_still_blocked_where_the_kernel_allows(make_skill, listener):
     port, seen = listener
     skill = make_skill({"scripts/probe.py": PROBE})
     python = "/usr/bin/python3"  # uid 65534 cannot reach every interpreter (e.g. one under /root)
     repo = str(Path(__file__).resolve().parents[2])
-    out = drive([python], skill, port, user=65534, group=65534, extra_groups=[], cwd="/",
-                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo, "OPENAI_API_KEY": "sk-leak"})
+    user = {"user": 65534, "group": 65534, "extra_groups": [], "cwd": "/",
+            "env": {"PATH": "/usr/bin:/bin", "PYTHONPATH": repo, "OPENAI_API_KEY": "sk-leak"}}
+    out = drive([python], skill, port, **user)
+    iso = out["isolation"]
     assert "uid 65534" in out["stdout"]
-    assert "runs as the current user (uid 65534)" in out["isolation"]
-    assert out["isolation"].startswith("local: throw-away copy of the skill")
-    assert ("filesystem reads and writes (as the current user" in out["isolation"]
-            or "writes only the run folder (Landlock" in out["isolation"])
-    if "network: none (user+net namespace)" in out["isolation"]:
-        assert "127.0.0.1 refused" in out["stdout"] and seen == []
-    else:
-        assert "network: NOT blocked" in out["isolation"]
+    assert "runs as the current user (uid 65534)" in iso
+    assert iso.startswith("local: throw-away copy of the skill")
+    assert "filesystem reads and writes (as the current user" in iso or "writes only the run folder (Landlock" in iso
+    refusal = namespace_refusal(CLONE_NEWNET, prefix=[python], **user)
+    assert_network_blocked_where_possible(iso, "127.0.0.1 connected" in out["stdout"], seen, refusal, landlock_abi())
+    if not refusal:
+        assert "network: none (user+net namespace)" in iso
 
 
 @pytest.mark.skipif(not AS_ROOT or not shutil.which("unshare"), reason="needs root and util-linux unshare")
-def test_where_namespaces_are_refused_the_line_says_so_and_it_is_true(make_skill, listener):
+@pytest.mark.parametrize("landlock", ["kernel", "refused"])
+def test_where_namespaces_are_refused_the_line_says_so_and_it_is_true(make_skill, listener, landlock):
     """Inside a user namespace whose namespace quotas are zero (a per-namespace setting: the host is
-    untouched), the backend sees root but can neither switch users nor make namespaces."""
+    untouched), the backend sees root but can neither switch users nor make namespaces. With this kernel's
+    Landlock, TCP must still be denied; with Landlock refused too (a seccomp filter, as on a kernel without
+    it), and only then, the line says NOT blocked, and the test proves the kernel refused both."""
     port, seen = listener
     skill = make_skill({"scripts/probe.py": PROBE})
     quotas = "; ".join(f"echo 0 > /proc/sys/user/max_{kind}_namespaces" for kind in ("net", "pid", "user"))
     prefix = ["unshare", "--user", "--map-root-user", "sh", "-c", f'{quotas}; exec "$0" "$@"', sys.executable]
+    if landlock == "refused":
+        prefix = [*prefix[:-1], *without_landlock(sys.executable)]
     out = drive(prefix, skill, port)
     iso = out["isolation"]
-    assert "network: none" not in iso
+    refusal = namespace_refusal(CLONE_NEWNET, prefix=prefix)
+    abi = landlock_abi(prefix=prefix)
+    assert refusal, "the quota did not stop the network namespace"
+    assert (abi == 0) == (landlock == "refused"), abi
     assert "processes that leave the process group may outlive the run" in iso
     assert re.search(r"user: still root \(could not switch: uid \d+ is not usable here", iso)
     assert iso.startswith("local: throw-away copy of the skill") and "read-only" not in iso
-    assert "host processes: command lines readable" not in iso  # Landlock hides /proc without a namespace
-    if "network: TCP connect and bind denied (Landlock" in iso:
-        assert "network other than TCP, e.g. UDP" in iso
-        assert "127.0.0.1 refused" in out["stdout"]
-        time.sleep(0.3)
-        assert seen == []
-        return
-    assert "network: NOT blocked" in iso
-    assert "127.0.0.1 connected" in out["stdout"]  # the truth behind "NOT blocked"
-    deadline = time.monotonic() + 2
-    while not seen and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert seen == [b"leak"]
+    if abi:
+        assert "host processes: command lines readable" not in iso  # Landlock hides /proc without a namespace
+    else:
+        assert "host processes: command lines readable in /proc" in iso
+        assert "filesystem reads and writes (as the current user; Landlock: " in iso
+    connected = "127.0.0.1 connected" in out["stdout"]
+    if connected:
+        deadline = time.monotonic() + 2
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen == [b"leak"]
+    assert_network_blocked_where_possible(iso, connected, seen if not connected else [], refusal, abi)
