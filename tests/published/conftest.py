@@ -1,6 +1,6 @@
 """Fixtures for the published-skill imitations in tests/published/skills: a registry over a readable copy
 of them, the Docker backend (a skip, or a failure under IPYSKILLS_REQUIRE_DOCKER=1), the office image (a
-skip, or a failure under IPYSKILLS_REQUIRE_OFFICE=1), and a check that no sandbox container is left."""
+skip, or a failure under IPYSKILLS_REQUIRE_OFFICE=1). tests/conftest.py checks that no container is left."""
 
 from __future__ import annotations
 
@@ -71,23 +71,3 @@ def office_image(docker_backend):
     if image_info(docker_backend.client(), tag) is None:
         missing(f"the office image {tag} is not built (ipyskills sandbox build --profile office --offline)")
     return tag
-
-
-@pytest.fixture(autouse=True)
-def no_container_left(request):
-    """Every docker test must leave no container labelled by this process."""
-    yield
-    if request.node.get_closest_marker("docker") is None or "docker_backend" not in request.fixturenames:
-        return
-    import sys
-
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID, flush_removals
-
-    if "ipyskills.sandbox.docker.pool" in sys.modules:
-        sys.modules["ipyskills.sandbox.docker.pool"].drain_all()
-    assert flush_removals(timeout=30), "finished runs' containers were not removed within 30 s"
-    client = request.getfixturevalue("docker_backend").client()
-    left = client.containers.list(ignore_removed=True, all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]})
-    for container in left:
-        container.remove(force=True)
-    assert not left, f"sandbox containers left behind: {[c.short_id for c in left]}"

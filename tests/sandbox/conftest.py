@@ -1,5 +1,5 @@
 """Docker fixtures: a ready backend (or a skip, or a failure under IPYSKILLS_REQUIRE_DOCKER=1), real skill
-folders on disk, and a check after every docker test that no sandbox container was left behind."""
+folders on disk. The check that no container or process is left after a test is in tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -31,38 +31,6 @@ def docker_backend():
             pytest.fail(f"IPYSKILLS_REQUIRE_DOCKER=1 but the Docker backend is not ready: {reason}")
         pytest.skip(f"Docker backend not ready: {reason}")
     return backend
-
-
-@pytest.fixture(autouse=True)
-def no_container_left(request):
-    """Every docker test must leave no container labelled by this process."""
-    yield
-    if request.node.get_closest_marker("docker") is None or "docker_backend" not in request.fixturenames:
-        return
-    import sys
-
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID, flush_removals
-
-    if "ipyskills.sandbox.docker.pool" in sys.modules:  # a warm pool holds containers on purpose: empty it first
-        sys.modules["ipyskills.sandbox.docker.pool"].drain_all()
-    assert flush_removals(timeout=30), "finished runs' containers were not removed within 30 s"
-    import time
-
-    import docker.errors
-
-    client = request.getfixturevalue("docker_backend").client()
-    ours = {"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]}
-    deadline = time.monotonic() + 10  # a stopped container removes itself (AutoRemove): give it a moment
-    left = client.containers.list(all=True, filters=ours, ignore_removed=True)
-    while left and time.monotonic() < deadline and all(c.status not in ("running", "created") for c in left):
-        time.sleep(0.1)
-        left = client.containers.list(all=True, filters=ours, ignore_removed=True)
-    for container in left:  # remove them so one failure does not cascade into the next tests
-        try:
-            container.remove(force=True)
-        except docker.errors.APIError:
-            pass  # already being removed
-    assert not left, f"sandbox containers left behind: {[c.short_id for c in left]}"
 
 
 @pytest.fixture
