@@ -51,6 +51,7 @@ def hermetic_env(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a whole notebook in a fresh kernel, each cell allowed 180 s
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "local"])
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_example_notebook(path, backend, hermetic_env, monkeypatch):
