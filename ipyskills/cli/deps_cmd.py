@@ -1,4 +1,4 @@
-"""`ipyskills deps NAME [--json] [--install]`: what a skill needs, where each need came from, and
+"""`ipyskills deps NAME [--json] [--install] [--allow-sdist]`: what a skill needs, where each need came from, and
 (with --install) provisioning it now rather than at the first run.
 
 Text output: one line per Python distribution with its source (file:line and why), then what the sandbox
@@ -29,8 +29,22 @@ def register(subparsers) -> None:
     p.add_argument("--deps", choices=("auto", "declared", "off"),
                    help="auto: every requirement found (default); declared: ignore inferred imports")
     p.add_argument("--backend", choices=("docker", "local", "auto"), help="where runs go (default: auto)")
+    add_allow_sdist_option(p)
     add_json_option(p)
     p.set_defaults(func=cmd_deps)
+
+
+def add_allow_sdist_option(p) -> None:
+    """--allow-sdist, shared by `deps` and `run`."""
+    p.add_argument("--allow-sdist", action="store_true",
+                   help="a package that publishes no wheel is built from its source distribution in a "
+                   "throwaway container with the network off (its build code never runs on this machine); "
+                   "default: refused (setting allow_sdist, IPYSKILLS_ALLOW_SDIST)")
+
+
+def apply_allow_sdist(reg, args) -> None:
+    if getattr(args, "allow_sdist", False):
+        reg.settings = reg.settings.with_overrides(allow_sdist=True)
 
 
 def cmd_deps(args) -> int:
@@ -38,6 +52,7 @@ def cmd_deps(args) -> int:
     from .core_cmds import make_registry
 
     reg = make_registry(args)
+    apply_allow_sdist(reg, args)
     reqs = reg.requirements(args.name)
     installed = None
     if args.install:

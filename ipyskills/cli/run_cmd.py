@@ -25,6 +25,7 @@ import sys
 
 from ..errors import RunInterrupted
 from . import add_dir_option, add_json_option
+from .deps_cmd import add_allow_sdist_option, apply_allow_sdist
 
 EXIT_TIMEOUT = 124
 EXIT_OOM = 137
@@ -57,6 +58,7 @@ def register(subparsers) -> None:
     p.add_argument("--deps", choices=("auto", "declared", "off"),
                    help="install the skill's Python requirements before the run: auto (every requirement "
                    "found, the default), declared (ignore inferred imports) or off")
+    add_allow_sdist_option(p)
     add_json_option(p)
     p.set_defaults(func=cmd_run)
 
@@ -92,6 +94,7 @@ def cmd_run(args) -> int:
     if script_args[:1] == ["--"]:
         script_args = script_args[1:]
     reg = make_registry(args)
+    apply_allow_sdist(reg, args)
     reg.settings = reg.settings.with_overrides(pool_size=0)  # one run, then exit: a warm pool only costs
     live = None if args.json else _live
     try:

@@ -280,6 +280,7 @@ class SkillRegistry:
             image=self.settings.image,
             requirements=self.requirements(meta.name),  # also says which image profile the scripts need
             deps=deps,
+            allow_sdist=self.settings.allow_sdist,
             inputs=staged,
         )
 
@@ -292,7 +293,7 @@ class SkillRegistry:
         meta = self.get(name)
         deps = check_deps_mode(self.settings.deps if deps is None else deps)
         request = runner.RunRequest(skill_name=meta.name, skill_dir=meta.path.resolve(), script="",
-                                    image=self.settings.image, deps=deps,
+                                    image=self.settings.image, deps=deps, allow_sdist=self.settings.allow_sdist,
                                     requirements=None if deps == "off" else self.requirements(meta.name))
         impl, _notice = runner.select_backend(self.settings.backend if backend is None else backend,
                                               request.image, self.settings)

@@ -1,7 +1,9 @@
-"""Host-side resolution and unpacking of wheels with uv: the one place that talks to a package index.
+"""Host-side resolution and unpacking of wheels with uv: the one place that resolves against a package index.
 
 `compile_lock` resolves requirement strings to a lock text (every distribution pinned with its sha256
-hashes, wheels only unless the caller opts in), `install_target` unpacks exactly the locked wheels into a
+hashes, wheels only: uv never builds anything here, since building an sdist runs its code; the sdist
+opt-in builds in a container instead, see `provision.sdist`, and hands the wheels it made back through
+`find_links`), `install_target` unpacks exactly the locked wheels into a
 folder in site-packages layout, `lock_names` reads a lock back. Resolution runs on the host, so the sandbox
 itself never needs a network; a target describes the Python the wheels are for (the sandbox image's, or a
 host interpreter's).
@@ -112,21 +114,21 @@ def uv_bin() -> str:
 
 
 def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log: Log = print,
-                 allow_sdist: bool = False, cache_dir: str | None = None) -> str:
+                 find_links: str | None = None, cache_dir: str | None = None) -> str:
     """Resolve `specs` (PEP 508 strings) to a lock text: one `name==version \\ --hash=sha256:...` entry per
-    distribution, wheels only unless `allow_sdist`. `constraints` is the text of a constraints file (e.g.
-    the base image's lock) that pins what is already there. Raises ProvisionError saying what to do for a
-    distribution that does not exist, one without a wheel for the target, a resolver conflict, or no
-    reachable index. Leaves no temp files behind."""
+    distribution, wheels only. `constraints` is the text of a constraints file (e.g. the base image's lock)
+    that pins what is already there; `find_links` a folder of extra wheels (built from sdists). Raises
+    ProvisionError saying what to do for a distribution that does not exist, one without a wheel for the
+    target (NoWheel), a resolver conflict, or no reachable index. Leaves no temp files behind."""
     specs = [s.strip() for s in specs if s and s.strip()]
     if not specs:
         return ""
     with tempfile.TemporaryDirectory(prefix="ipyskills-uv-") as tmp:
         Path(tmp, "requirements.in").write_text("\n".join(specs) + "\n")
         cmd = [uv_bin(), "pip", "compile", "requirements.in", "-o", "requirements.lock", "--generate-hashes",
-               "--no-header", *target.uv_args()]
-        if not allow_sdist:
-            cmd += ["--only-binary", ":all:"]
+               "--no-header", "--only-binary", ":all:", *target.uv_args()]
+        if find_links:
+            cmd += ["--find-links", find_links]
         if constraints.strip():
             Path(tmp, "constraints.txt").write_text(constraints)
             cmd += ["-c", "constraints.txt"]
@@ -135,17 +137,18 @@ def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log
         log(f"resolving {len(specs)} requirement(s) for {target.describe()} with uv")
         code, lines = _run_uv(cmd, tmp, log, "resolving")
         if code != 0:
-            raise ProvisionError(_compile_error(lines, specs, target, code))
+            message, no_wheel = _compile_error(lines, specs, target, code)
+            raise NoWheel(message, no_wheel) if no_wheel else ProvisionError(message)
         lock = Path(tmp, "requirements.lock").read_text()
     return lock
 
 
 def install_target(lock: str, dest: Path, target: Target, *, log: Log = print,
-                   cache_dir: str | None = None, allow_sdist: bool = False) -> None:
+                   cache_dir: str | None = None, find_links: str | None = None) -> None:
     """Unpack exactly the locked wheels (hash-checked, no dependency resolution) into `dest` in
     site-packages layout. Console scripts land in dest/bin; for an image target their `#!` line names the
-    image's python3. `allow_sdist` must match the compile_lock call when the lock holds a source
-    distribution (then uv builds it here)."""
+    image's python3. `find_links` must be the folder compile_lock had when the lock holds wheels built
+    from sdists."""
     dest = Path(dest)
     if not lock_names(lock):
         dest.mkdir(parents=True, exist_ok=True)
@@ -154,8 +157,8 @@ def install_target(lock: str, dest: Path, target: Target, *, log: Log = print,
         Path(tmp, "requirements.lock").write_text(lock)
         cmd = [uv_bin(), "pip", "install", "--target", str(dest.resolve()), "--no-deps", "--require-hashes",
                "-r", "requirements.lock", "--only-binary", ":all:", "--link-mode", "copy", *target.uv_args()]
-        if allow_sdist:
-            cmd = [c for c in cmd if c not in ("--only-binary", ":all:")]
+        if find_links:
+            cmd += ["--find-links", find_links]
         if cache_dir:
             cmd += ["--cache-dir", cache_dir]
         log(f"unpacking {len(lock_names(lock))} locked wheel(s) into {dest}")
@@ -281,7 +284,21 @@ def _index_hint() -> str:
             "which ipyskills passes on to uv)")
 
 
-def _compile_error(lines: list[str], specs: list[str], target: Target, code: int) -> str:
+OPT_IN = ("opt in to building it from its source distribution in a throwaway network-off container: "
+          "`--allow-sdist` (ipyskills run / deps), IPYSKILLS_ALLOW_SDIST=1, `%config IPySkills.allow_sdist "
+          "= True`, or Settings(allow_sdist=True)")
+
+
+class NoWheel(ProvisionError):
+    """A distribution has no wheel for the target; `name` is the one uv named."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+
+def _compile_error(lines: list[str], specs: list[str], target: Target, code: int) -> tuple[str, str]:
+    """(message, name of the distribution without a wheel, or '')."""
     text = "\n".join(lines)
     wanted = ", ".join(specs)
     if any(m in text for m in _NET_MARKERS) or "not found in the cache" in text:
@@ -292,16 +309,15 @@ def _compile_error(lines: list[str], specs: list[str], target: Target, code: int
         offline = "network was disabled" in text or "not found in the cache" in text
         reason = ("uv is offline and its cache does not hold them" if offline
                   else f"no package index could be reached{where}")
-        return f"cannot resolve {wanted}: {reason}; {_index_hint()}, then try again"
+        return f"cannot resolve {wanted}: {reason}; {_index_hint()}, then try again", ""
     m = re.search(r"Wheels are required for `([^`]+)`", text)
     abi = re.search(r"only found wheels for `([^`]+)`[^\n]*with the following (Python ABI|platform) tags", text)
     if m or abi or "have no usable wheels" in text:
         name = (m or abi).group(1) if (m or abi) else _first_name(text) or wanted
         return (f"{name} has no wheel for {target.describe()} that fits {wanted} (only a source distribution, "
-                f"or wheels for other Pythons/platforms). Building from source is refused for safety: it runs "
-                f"the package's own build code on this machine. Pin a version of {name} that publishes a "
-                f"wheel for this target, pick another package, or opt in with allow_sdist=True. uv: "
-                f"{_causes(lines, 300)}")
+                f"or wheels for other Pythons/platforms). Building from source is refused by default: it runs "
+                f"the package's own build code. Pin a version of {name} that publishes a wheel for this "
+                f"target, pick another package, or {OPT_IN}. uv: {_causes(lines, 300)}"), name
     m = re.search(r"Because (\S+) was not found in the package registry", text) or \
         re.search(r"Because (\S+) was not found in the provided package locations", text) or \
         re.search(r"No matching distribution found for (\S+)", text)
@@ -309,13 +325,13 @@ def _compile_error(lines: list[str], specs: list[str], target: Target, code: int
         name = m.group(1)
         return (f"there is no distribution named {name!r} on the package index: check the spelling (the "
                 f"name as on pypi.org, e.g. `beautifulsoup4` for bs4, `pyyaml` for yaml) or configure the index "
-                f"that has it (UV_INDEX_URL)")
+                f"that has it (UV_INDEX_URL)"), ""
     if "No solution found" in text:
         return (f"the requirements cannot be satisfied together ({wanted}): {_causes(lines)}. Loosen or "
-                f"change the pins that conflict")
+                f"change the pins that conflict"), ""
     if any("Couldn't parse" in ln or "Unexpected" in ln or "expected" in ln for ln in lines):
-        return f"a requirement could not be parsed ({wanted}): {_causes(lines) or _short(text)}"
-    return f"uv could not resolve {wanted} (exit {code}): {_short(' '.join(lines[-6:]), 600)}"
+        return f"a requirement could not be parsed ({wanted}): {_causes(lines) or _short(text)}", ""
+    return f"uv could not resolve {wanted} (exit {code}): {_short(' '.join(lines[-6:]), 600)}", ""
 
 
 def _first_name(text: str) -> str:

@@ -108,3 +108,51 @@ def test_deps_install_on_the_local_backend_reports_and_caches(env, tmp_path):
         import shutil
 
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def _docker_ready() -> tuple[bool, str]:
+    from ipyskills.sandbox.docker.backend import DockerBackend
+
+    return DockerBackend().readiness()
+
+
+def _forget_docopt_images() -> None:
+    """Remove dependency images holding docopt (one made with the opt-in is reused without it)."""
+    from ipyskills.sandbox.docker.backend import shared_client
+    from ipyskills.sandbox.provision import docker_image
+
+    client = shared_client()
+    for image in client.images.list(name=docker_image.REPOSITORY):
+        if "docopt" in (image.labels or {}).get(docker_image.LABEL_INSTALLED, ""):
+            for tag in image.tags:
+                client.images.remove(tag)
+
+
+@pytest.mark.slow
+def test_allow_sdist_flag_turns_the_refusal_into_a_container_build(env):
+    """docopt publishes only an sdist: refused with the flag named; with --allow-sdist (or the setting) it is
+    built in a throwaway container and provisioned."""
+    e, root = env
+    skill = root / "pdf-maker"
+    (skill / "requirements.txt").write_text("docopt==0.6.2\n")
+    (skill / "scripts" / "make.py").write_text("import docopt\nprint('docopt', docopt.__version__)\n")
+    (skill / "SKILL.md").write_text(SKILL_MD.replace('pip install "reportlab>=4"', ""))
+    ready, reason = _docker_ready()
+    if not ready:
+        if os.environ.get("IPYSKILLS_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"IPYSKILLS_REQUIRE_DOCKER=1 but Docker is not ready: {reason}")
+        pytest.skip(f"Docker backend not ready: {reason}")
+    _forget_docopt_images()
+    refused = cli(e, "run", "--dir", str(root), "--backend", "docker", "pdf-maker", "scripts/make.py",
+                  stdin=subprocess.DEVNULL)
+    assert refused.returncode == 1 and refused.stdout == ""
+    error = refused.stderr.splitlines()[-1]
+    assert error.startswith("ipyskills: error: docopt has no wheel") and "--allow-sdist" in error
+    assert "requirements.txt:1" in error
+    for opt_in in (["--allow-sdist"], []):  # the flag, then the environment variable
+        extra_env = {} if opt_in else {"IPYSKILLS_ALLOW_SDIST": "1"}
+        run = cli({**e, **extra_env}, "run", "--dir", str(root), "--backend", "docker", *opt_in, "pdf-maker",
+                  "scripts/make.py", stdin=subprocess.DEVNULL)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == "docopt 0.6.2\n"
+        _forget_docopt_images()  # so the environment variable's run builds again

@@ -233,3 +233,158 @@ def test_a_dependency_image_removed_behind_the_process_is_rebuilt_not_reported_m
     again = reg.run("table-removed", "scripts/table.py", backend="docker")
     assert again.exit_code == 0, again.stderr
     assert "tabulate==0.9.0" in again.notice  # built again, and said so
+
+
+# -- the sdist opt-in: docopt 0.6.2 (pure Python, setup.py with setuptools) publishes no wheel at all -------
+
+GREET_SCRIPT = '''\
+# /// script
+# dependencies = ["docopt==0.6.2"]
+# ///
+"""Usage: greet.py NAME [--shout]"""
+import docopt
+
+args = docopt.docopt(__doc__)
+text = "hello " + args["NAME"]
+print(text.upper() if args["--shout"] else text, "docopt", docopt.__version__)
+'''
+
+
+@pytest.fixture
+def private_tempdir(monkeypatch):
+    """Temp files of this test go to a private folder that must end empty (other processes share /tmp)."""
+    path = Path(tempfile.mkdtemp(prefix="ipyskills-test-tmp-"))
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    yield path
+    left = sorted(os.listdir(path))
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+    assert left == [], f"temp files left behind: {left}"
+
+
+def build_containers(client) -> list:
+    from ipyskills.sandbox.provision.sdist import LABEL_SDIST_BUILD
+
+    return client.containers.list(ignore_removed=True, all=True, filters={"label": LABEL_SDIST_BUILD})
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_sdist_only_package_is_refused_then_built_in_a_container_with_the_opt_in(private_tempdir, docker_backend,
+                                                                                   make_skill):
+    client = docker_backend.client()
+    forget_images(client, "docopt")
+    skill = make_skill({"scripts/greet.py": GREET_SCRIPT}, name="greeter")
+    tags_before = deps_tags(client)
+    with pytest.raises(SkillError) as refused:
+        registry(skill).run("greeter", "scripts/greet.py", args=["ada"], backend="docker")
+    message = str(refused.value)
+    assert "docopt has no wheel" in message and "scripts/greet.py:2" in message
+    assert "--allow-sdist" in message and "IPYSKILLS_ALLOW_SDIST=1" in message
+    assert deps_tags(client) == tags_before
+
+    lines: list[str] = []
+    result = registry(skill, allow_sdist=True).run("greeter", "scripts/greet.py", args=["ada", "--shout"],
+                                                   backend="docker", progress=lines.append)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "HELLO ADA docopt 0.6.2"
+    assert "docopt==0.6.2" in result.notice
+    assert any("building docopt-0.6.2.tar.gz (network off, uid 1000" in line for line in lines)
+    assert any("built docopt-0.6.2-py2.py3-none-any.whl" in line for line in lines)
+    assert build_containers(client) == []
+    from ipyskills.sandbox.provision import docker_image
+
+    new_tags = deps_tags(client) - tags_before
+    assert len(new_tags) == 2  # the image and its request tag
+    image = client.images.get(next(iter(new_tags)))
+    assert json.loads(image.labels[docker_image.LABEL_INSTALLED]) == ["docopt==0.6.2"]
+    added = image.attrs["Size"] - client.images.get(docker_backend.image).attrs["Size"]
+    assert added < 2 * 1024**2, f"the dependency layer adds {added:,} bytes for one small module"
+    forget_images(client, "docopt")
+
+
+def _sdist(path: Path, setup_py: str, name: str = "brokenpkg") -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        data = setup_py.encode()
+        info = tarfile.TarInfo(f"{name}-1.0/setup.py")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_failing_sdist_build_names_the_package_with_the_end_of_its_log(tmp_path, private_tempdir,
+                                                                        docker_backend):
+    from ipyskills.errors import ProvisionError
+    from ipyskills.sandbox.provision.sdist import build_wheel
+
+    marker = tmp_path / "build-code-ran-here"  # a host path: the build code must not be able to touch it
+    sdist = _sdist(tmp_path / "brokenpkg-1.0.tar.gz", f"""\
+import os, socket, sys
+print("BUILD uid", os.getuid())
+try:
+    open({str(marker)!r}, "w").close()
+except OSError:
+    print("HOST PATH: not there")
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    print("NETWORK: reachable")
+except OSError:
+    print("NETWORK: blocked")
+sys.exit("this build fails on purpose")
+""")
+    client = docker_backend.client()
+    with pytest.raises(ProvisionError) as caught:
+        build_wheel(client, docker_backend.image, sdist, "brokenpkg", tmp_path / "out", log=lambda _l: None)
+    message = str(caught.value)
+    assert message.startswith("building brokenpkg from its source distribution (brokenpkg-1.0.tar.gz) failed")
+    assert "BUILD uid 1000" in message and "NETWORK: blocked" in message and "HOST PATH: not there" in message
+    assert "this build fails on purpose" in message  # the end of the log, after the message
+    assert message.rstrip().endswith("ERROR Backend subprocess exited when trying to invoke "
+                                     "get_requires_for_build_wheel")
+    assert not marker.exists() and not (tmp_path / "out").exists()
+    assert build_containers(client) == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_build_that_outlives_its_deadline_is_stopped_and_removed(tmp_path, private_tempdir, docker_backend):
+    import time
+
+    from ipyskills.errors import ProvisionError
+    from ipyskills.sandbox.provision.sdist import build_wheel
+
+    sdist = _sdist(tmp_path / "slowpkg-1.0.tar.gz", "import time\nprint('sleeping', flush=True)\ntime.sleep(300)\n",
+                   name="slowpkg")
+    client = docker_backend.client()
+    t0 = time.monotonic()
+    with pytest.raises(ProvisionError, match="slowpkg") as caught:
+        build_wheel(client, docker_backend.image, sdist, "slowpkg", tmp_path / "out", log=lambda _l: None,
+                    timeout=8)
+    assert time.monotonic() - t0 < 60
+    assert "took longer than 8 s" in str(caught.value) and "sleeping" in str(caught.value)
+    assert build_containers(client) == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_local_backend_with_the_opt_in_builds_in_a_container_and_caches_the_folder(docker_backend, make_skill,
+                                                                                  cache_dir):
+    import importlib.util
+
+    assert importlib.util.find_spec("docopt") is None, "docopt installed on the host: pick another"
+    skill = make_skill({"scripts/greet.py": GREET_SCRIPT}, name="greeter-local")
+    with pytest.raises(SkillError, match="--allow-sdist"):
+        registry(skill).run("greeter-local", "scripts/greet.py", args=["ada"], backend="local")
+    reg = registry(skill, allow_sdist=True)
+    result = reg.run("greeter-local", "scripts/greet.py", args=["ada"], backend="local")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "hello ada docopt 0.6.2"
+    sites = [p for p in (cache_dir / "sites").iterdir() if not p.name.startswith(".")]
+    assert len(sites) == 1 and (sites[0] / "docopt.py").is_file()
+    assert build_containers(docker_backend.client()) == []

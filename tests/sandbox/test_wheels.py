@@ -202,7 +202,9 @@ def test_sdist_only_is_refused_with_how_to_opt_in(no_temp_left):
         compile_lock(["docopt"], IMAGE, log=quiet)
     msg = str(exc.value)
     assert "docopt" in msg and "no wheel" in msg
-    assert "refused for safety" in msg and "allow_sdist=True" in msg
+    assert isinstance(exc.value, wheels.NoWheel) and exc.value.name == "docopt"
+    assert "refused by default" in msg and "runs the package's own build code" in msg
+    assert "--allow-sdist" in msg and "IPYSKILLS_ALLOW_SDIST=1" in msg and "IPySkills.allow_sdist" in msg
 
 
 @needs_index
@@ -212,7 +214,7 @@ def test_no_wheel_for_the_target_python(no_temp_left):
     with pytest.raises(ProvisionError) as exc:
         compile_lock(["numpy<1.20"], IMAGE, log=quiet)
     msg = str(exc.value)
-    assert "numpy" in msg and "no wheel for CPython 3.11" in msg and "allow_sdist=True" in msg
+    assert "numpy" in msg and "no wheel for CPython 3.11" in msg and "--allow-sdist" in msg
 
 
 @needs_index
@@ -262,3 +264,93 @@ def test_progress_is_throttled(monkeypatch, tmp_path):
     still = [m for m in messages if "still resolving" in m]
     assert 2 <= len(still) <= 5
     assert messages[-1].strip() == "Resolved 1 package in 2s"
+
+
+# -- the sdist opt-in, host side (provision/sdist.py): fetching and reading, nothing built or run -------------
+
+def _sdist(path, files: dict[str, str], top: str = "pkg-1.0"):
+    """A .tar.gz source distribution holding `files` under its top folder."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@needs_index
+@pytest.mark.slow
+def test_fetch_sdist_picks_the_newest_fitting_version_and_checks_its_hash(tmp_path):
+    import hashlib
+
+    from ipyskills.sandbox.provision.sdist import fetch_sdist
+
+    newest = fetch_sdist("docopt", "", tmp_path, log=quiet)
+    assert newest.name == "docopt-0.6.2.tar.gz"
+    assert hashlib.sha256(newest.read_bytes()).hexdigest() == \
+        "49b3a825280bd66b3aa83585ef59c4a8c82f2c8a522dbe754a8bc8d08c85c491"  # as on pypi.org
+    assert fetch_sdist("docopt", "<0.6", tmp_path, log=quiet).name == "docopt-0.5.0.tar.gz"
+    with pytest.raises(ProvisionError, match="no source distribution that fits >=9"):
+        fetch_sdist("docopt", ">=9", tmp_path, log=quiet)
+
+
+@needs_index
+@pytest.mark.slow
+def test_fetch_sdist_refuses_bytes_that_do_not_match_the_index_hash(tmp_path, monkeypatch):
+    from ipyskills.sandbox.provision import sdist
+
+    real = sdist._index_files
+
+    def tampered(name):
+        files = real(name)
+        for f in files:
+            f["hashes"] = {"sha256": "0" * 64}
+        return files
+
+    monkeypatch.setattr(sdist, "_index_files", tampered)
+    with pytest.raises(ProvisionError, match="does not match the sha256"):
+        sdist.fetch_sdist("docopt", "==0.6.2", tmp_path, log=quiet)
+    assert list(tmp_path.iterdir()) == []  # nothing kept
+
+
+def test_fetch_sdist_unreachable_index_says_what_to_do(tmp_path, monkeypatch):
+    from ipyskills.sandbox.provision.sdist import fetch_sdist
+
+    monkeypatch.setenv("UV_INDEX_URL", "http://127.0.0.1:9/simple")
+    with pytest.raises(ProvisionError, match="could not be reached.*UV_INDEX_URL"):
+        fetch_sdist("docopt", "", tmp_path, log=quiet)
+
+
+def test_simple_html_index_pages_are_read_too():
+    from ipyskills.sandbox.provision.sdist import _html_files
+
+    files = _html_files('<a href="../../p/x-1.0.tar.gz#sha256=ab12" data-requires-python="&gt;=3.8">x-1.0.tar.gz'
+                        '</a><a href="x-0.9.zip" data-yanked="">x-0.9.zip</a>')
+    assert files[0] == {"url": "../../p/x-1.0.tar.gz", "hashes": {"sha256": "ab12"}, "requires-python": ">=3.8",
+                        "yanked": False, "filename": "x-1.0.tar.gz"}
+    assert files[1]["yanked"] is True and files[1]["hashes"] == {}
+
+
+def test_build_requires_come_from_the_sdists_build_system(tmp_path):
+    from ipyskills.sandbox.provision.sdist import DEFAULT_BUILD_REQUIRES, build_requires
+
+    flit = _sdist(tmp_path / "a-1.0.tar.gz", {"pyproject.toml": '[build-system]\nrequires = ["flit_core >=3.2,<4"]\n'
+                                              'build-backend = "flit_core.buildapi"\n'})
+    assert build_requires(flit) == ["flit_core >=3.2,<4"]
+    legacy = _sdist(tmp_path / "b-1.0.tar.gz", {"setup.py": "from setuptools import setup\nsetup()\n"})
+    assert build_requires(legacy) == DEFAULT_BUILD_REQUIRES
+    nested = _sdist(tmp_path / "c-1.0.tar.gz", {"vendor/pyproject.toml": '[build-system]\nrequires = ["x"]\n'})
+    assert build_requires(nested) == DEFAULT_BUILD_REQUIRES  # only the top folder's file counts
+
+
+def test_missing_build_dependencies_are_read_from_builds_report():
+    from ipyskills.sandbox.provision.sdist import _missing_dependencies
+
+    report = "* Getting build dependencies for wheel...\n\nERROR Missing dependencies:\n\tsetuptools_scm>=8\n" \
+             "\thatch-vcs -> hatchling\n"
+    assert _missing_dependencies(report) == ["setuptools_scm>=8", "hatch-vcs"]
+    assert _missing_dependencies("ERROR Backend subprocess exited\n") == []

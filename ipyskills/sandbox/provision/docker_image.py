@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import shutil
 import tempfile
 import threading
@@ -24,6 +25,7 @@ from ...errors import ProvisionError, SandboxError
 from ..docker import client as docker_client
 from ..wheels import Target, compile_lock, install_target, lock_names
 from . import Progress, Provisioned, Timer, _quiet, missing_from
+from .sdist import docker_builder, resolve_with_sdists
 
 REPOSITORY = "ipyskills-deps"
 LABEL = "ipyskills.deps"  # "1" on every derived image (what `sandbox cleanup --images` looks at)
@@ -33,13 +35,15 @@ SITE = "/usr/local/lib/python{version}/dist-packages"  # on the image's python3 
 HIT_TTL = 60.0  # seconds a found image is trusted without asking the engine again (a rebuilt base image
 # is noticed after that; a removed dependency image is rebuilt at once: see runner.run)
 
+# Modes are set in the build context and only the new entries are compiled: a `chmod -R` or compileall
+# over all of dist-packages would copy the base image's ~500 MB of packages into this layer.
 DOCKERFILE = """\
 ARG BASE
 FROM ${BASE}
 USER 0:0
 COPY site/ %(site)s/
 COPY bin/ /usr/local/bin/
-RUN (python3 -m compileall -q -j 0 %(site)s >/dev/null || true) && chmod -R a+rX %(site)s /usr/local/bin
+RUN cd %(site)s && (python3 -m compileall -q -j 0 %(entries)s >/dev/null || true)
 USER 1000:1000
 """
 
@@ -54,8 +58,11 @@ def request_tag(base_id: str, specs: list[str]) -> str:
 
 
 def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, reasons: list[str],
-                 progress: Progress = _quiet) -> Provisioned:
-    """The image to run in for `specs` on top of `base_image` (built now when missing)."""
+                 progress: Progress = _quiet, allow_sdist: bool = False) -> Provisioned:
+    """The image to run in for `specs` on top of `base_image` (built now when missing). `allow_sdist`:
+    a distribution without a wheel is built from its sdist in a throwaway container (provision.sdist).
+    It is not part of the tag: an image made with the opt-in is reused without it, since nothing builds
+    then."""
     import docker.errors
 
     endpoint = str(getattr(client.api, "base_url", ""))
@@ -74,7 +81,9 @@ def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, r
     with _lock_for(alias):
         found = _existing(client, alias)
         if found is None:
-            found = _provision(client, base_image, base_id, specs, alias, base_lock, reasons, progress)
+            with tempfile.TemporaryDirectory(prefix="ipyskills-built-") as built:
+                found = _provision(client, base_image, base_id, specs, alias, base_lock, reasons, progress,
+                                   Path(built) if allow_sdist else None)
         _hits[recent] = (time.monotonic(), found)
         return found
 
@@ -102,13 +111,19 @@ def _existing(client, tag: str) -> Provisioned | None:
 
 
 def _provision(client, base_image: str, base_id: str, specs: list[str], alias: str, base_lock: str,
-               reasons: list[str], progress: Progress) -> Provisioned:
+               reasons: list[str], progress: Progress, built: Path | None) -> Provisioned:
+    """`built`: the folder for wheels built from sdists (None: wheels from the index only)."""
     timer = Timer()
     target = Target.for_image()
     progress(f"dependencies: resolving {len(specs)} requirement(s) for Python {target.python_version} "
-             f"({target.platform}), wheels only: {', '.join(specs)}")
+             f"({target.platform}), wheels only{' (sdists built in a container)' if built else ''}: "
+             f"{', '.join(specs)}")
     try:
-        lock = compile_lock(specs, target, constraints=base_lock, log=progress)
+        if built is None:
+            lock = compile_lock(specs, target, constraints=base_lock, log=progress)
+        else:
+            lock = resolve_with_sdists(specs, target, constraints=base_lock, wheel_dir=built, log=progress,
+                                       builder=docker_builder(client, base_id, log=progress))
     except ProvisionError as exc:
         if "cannot be satisfied" not in str(exc):
             raise
@@ -123,26 +138,32 @@ def _provision(client, base_image: str, base_id: str, specs: list[str], alias: s
     tag = f"{REPOSITORY}:{hashlib.sha256((base_id + new_lock).encode()).hexdigest()[:16]}"
     if _existing(client, tag) is None:
         progress(f"dependencies: installing {len(installed)} distribution(s): {', '.join(installed)}")
-        _build(client, base_id, new_lock, installed, tag, target, progress)
+        _build(client, base_id, new_lock, installed, tag, target, progress, built)
     client.images.get(tag).tag(*alias.split(":"))
     progress(f"dependencies: ready in {timer.seconds:.1f} s ({tag})")
     return Provisioned(installed=installed, image=tag, built=True, seconds=timer.seconds, reasons=reasons)
 
 
 def _build(client, base_id: str, lock: str, installed: list[str], tag: str, target: Target,
-           progress: Progress) -> None:
+           progress: Progress, built: Path | None) -> None:
     import docker.errors
 
     site = SITE.format(version=target.python_version)
     with tempfile.TemporaryDirectory(prefix="ipyskills-deps-") as ctx:
         context = Path(ctx)
-        install_target(lock, context / "site", target, log=progress)
+        install_target(lock, context / "site", target, log=progress, find_links=str(built) if built else None)
         bin_dir = context / "site" / "bin"
         if bin_dir.is_dir():
             shutil.move(str(bin_dir), context / "bin")  # console scripts go on PATH, not into site-packages
         else:
             (context / "bin").mkdir()
-        (context / "Dockerfile").write_text(DOCKERFILE % {"site": site})
+        from ..docker.image import _world_readable
+
+        _world_readable(context / "site")
+        _world_readable(context / "bin")
+        entries = " ".join(shlex.quote(p.name) for p in sorted((context / "site").iterdir())
+                           if not p.name.endswith(".dist-info")) or "."
+        (context / "Dockerfile").write_text(DOCKERFILE % {"site": site, "entries": entries})
         labels = {LABEL: "1", LABEL_BASE: base_id, LABEL_INSTALLED: json.dumps(installed)}
         progress(f"dependencies: building {tag} with the network off")
         try:

@@ -24,6 +24,7 @@ from pathlib import Path
 from ...errors import SandboxError
 from ..wheels import Target, compile_lock, install_target, normalize
 from . import Progress, Provisioned, Timer, _quiet, missing_from
+from .sdist import engine_builder, resolve_with_sdists
 
 MARKER = ".ipyskills-site.json"  # written last: a folder without it is not used
 _lock = threading.Lock()
@@ -48,7 +49,11 @@ def present_distributions() -> dict[str, str]:
     return found
 
 
-def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _quiet) -> Provisioned:
+def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _quiet,
+                sdist_image: str | None = None) -> Provisioned:
+    """The folder for `specs` (made now when missing). `sdist_image`: the allow_sdist opt-in; a
+    distribution without a wheel is built from its sdist in a throwaway container of that image (so it
+    needs a Docker engine even on the local backend: the build code never runs on this machine)."""
     present = present_distributions()
     constraints = "".join(f"{name}=={version}\n" for name, version in sorted(present.items()))
     key = hashlib.sha256(json.dumps([sys.executable, sys.version, constraints, sorted(set(specs))]).encode())
@@ -57,7 +62,9 @@ def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _q
         done = _read_marker(site)
         if done is not None:
             return Provisioned(installed=done, site=str(site) if done else "", built=False)
-        return _provision(site, specs, constraints, present, reasons, progress)
+        with tempfile.TemporaryDirectory(prefix="ipyskills-built-") as built:
+            return _provision(site, specs, constraints, present, reasons, progress,
+                              (Path(built), sdist_image) if sdist_image else None)
 
 
 def _read_marker(site: Path) -> list[str] | None:
@@ -67,12 +74,20 @@ def _read_marker(site: Path) -> list[str] | None:
         return None
 
 
-def _provision(site: Path, specs, constraints, present, reasons, progress) -> Provisioned:
+def _provision(site: Path, specs, constraints, present, reasons, progress, sdists) -> Provisioned:
+    """`sdists`: (folder for built wheels, image to build in), or None for wheels from the index only."""
     timer = Timer()
     target = Target.for_host(sys.executable)
     progress(f"dependencies: resolving {len(specs)} requirement(s) for this Python "
-             f"({target.python_version}), wheels only: {', '.join(specs)}")
-    lock = compile_lock(specs, target, constraints=_installable(constraints), log=progress)
+             f"({target.python_version}), wheels only{' (sdists built in a container)' if sdists else ''}: "
+             f"{', '.join(specs)}")
+    if sdists is None:
+        lock = compile_lock(specs, target, constraints=_installable(constraints), log=progress)
+        built = None
+    else:
+        built, image = sdists
+        lock = resolve_with_sdists(specs, target, constraints=_installable(constraints), wheel_dir=built,
+                                   builder=engine_builder(image, log=progress), log=progress)
     new_lock, installed = missing_from(lock, present)
     try:
         site.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +99,7 @@ def _provision(site: Path, specs, constraints, present, reasons, progress) -> Pr
     try:
         if installed:
             progress(f"dependencies: installing {len(installed)} distribution(s): {', '.join(installed)}")
-            install_target(new_lock, staging, target, log=progress)
+            install_target(new_lock, staging, target, log=progress, find_links=str(built) if built else None)
         else:
             progress("dependencies: everything needed is already installed here")
         (staging / ".lock").unlink(missing_ok=True)  # uv's world-writable lock file: no channel between runs
