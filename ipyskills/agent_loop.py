@@ -206,7 +206,8 @@ def _compact(arguments: Any) -> str:
 
 def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: str | None = None,
               max_turns: int = DEFAULT_MAX_TURNS, system: str = "", max_tokens: int = 4096,
-              on_event: Callable[[str, Transcript], None] | None = None, **create_options) -> Transcript:
+              on_event: Callable[[str, Transcript], None] | None = None, inputs_dir=None,
+              **create_options) -> Transcript:
     """Run the tool-calling loop and return the `Transcript`.
 
     `skills` is a `SkillRegistry` (all its skills) or an `AgentView` (filtered, with its activation
@@ -214,6 +215,8 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
     `prompt` is the user's message, or a list of messages to start from. `system` is put before the skills
     section of the system prompt. `style` is "openai" or "anthropic" (detected from the client if None).
     `max_tokens` is sent to Anthropic-style clients only; `create_options` go to every create() call.
+    `inputs_dir`: a folder whose files the model may hand to scripts (execute_skill_script's `inputs`,
+    paths relative to it; nothing outside it); for a view, give it there (`reg.for_agent(inputs_dir=...)`).
 
     `on_event(kind, transcript)` is called as the loop goes, for live displays: "start", "model" (a model
     turn was added to `transcript.steps`), "tool" (a tool call and its result were added), "done".
@@ -225,7 +228,12 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
     style = style or detect_style(client)
     if style not in STYLES:
         raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
-    view = skills if isinstance(skills, AgentView) else AgentView(skills)
+    if isinstance(skills, AgentView):
+        if inputs_dir is not None:
+            raise ConfigError("inputs_dir goes to the view when you pass one: reg.for_agent(inputs_dir=...)")
+        view = skills
+    else:
+        view = AgentView(skills, inputs_dir=inputs_dir)
     system_text = "\n\n".join(part for part in (system, view.system_prompt("xml")) if part)
     tools = view.tool_schemas(style)
     transcript = Transcript(style=style, system=system_text, model=model, running=True)

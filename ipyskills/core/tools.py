@@ -30,9 +30,12 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import ConfigError, GuardBlocked, ResourceError, SandboxError, SkillError, SkillNotFound
@@ -64,9 +67,11 @@ _READ_SKILL_DESCRIPTION = (
 _EXECUTE_DESCRIPTION = (
     "Run a script bundled with a skill, in a sandbox, and get its exit code, duration, standard output, "
     "standard error and any files it wrote. Call this when a skill's instructions tell you to run one of "
-    "its scripts; read the skill first with read_skill. The script runs non-interactively with the skill "
-    "folder as its working directory. Pass command-line arguments in args as a list of strings, and data "
-    "you already have (for example a JSON string) in input, which the script reads from standard input. "
+    "its scripts; read the skill first with read_skill. The script runs non-interactively in a fresh, "
+    "writable working folder (the skill's own files stay read-only at their place, so paths the skill's "
+    "instructions give still work); files it writes there come back listed in the result. Pass "
+    "command-line arguments in args as a list of strings, and data you already have (for example a JSON "
+    "string) in input, which the script reads from standard input. "
     "Python packages the skill needs are installed into the sandbox before its first run; the script "
     "itself has no network access. "
     "Long output is cut in the middle, and the cut is marked. A failure comes back as a line starting "
@@ -122,8 +127,17 @@ def cap_text(text: str, cap: int = DEFAULT_OUTPUT_CAP, *, result_cap: int | None
 # ---------------------------------------------------------------------------------------------- schemas
 
 
-def _parameters(names: list[str], tool: str) -> dict:
-    """JSON Schema for one tool's arguments; `skill_name` is an enum of the visible skills."""
+_INPUTS_DESCRIPTION = (
+    "Optional. Files or folders from the user's inputs folder, each named by its path relative to that "
+    "folder (e.g. [\"sales.csv\"] or [\"reports/q3.pdf\"]). Each is copied into the script's working "
+    "folder under its own base name before it starts, so refer to it by that name in args (e.g. "
+    "args [\"q3.pdf\"]). Only files in the inputs folder can be given."
+)
+
+
+def _parameters(names: list[str], tool: str, inputs: bool = False) -> dict:
+    """JSON Schema for one tool's arguments; `skill_name` is an enum of the visible skills. `inputs`: the
+    execute tool takes an `inputs` list (only offered when the application named an inputs folder)."""
     skill_name = {"type": "string", "enum": list(names)}
     if tool == READ_SKILL:
         skill_name["description"] = "Name of the skill, exactly as listed among the available skills."
@@ -144,7 +158,7 @@ def _parameters(names: list[str], tool: str) -> dict:
             "additionalProperties": False,
         }
     skill_name["description"] = "Name of the skill that bundles the script."
-    return {
+    schema = {
         "type": "object",
         "properties": {
             "skill_name": skill_name,
@@ -172,10 +186,15 @@ def _parameters(names: list[str], tool: str) -> dict:
         "required": ["skill_name", "script_path"],
         "additionalProperties": False,
     }
+    if inputs:
+        schema["properties"]["inputs"] = {"type": "array", "items": {"type": "string"},
+                                          "description": _INPUTS_DESCRIPTION}
+    return schema
 
 
-def schemas_for(names: list[str], format: str = "openai") -> list[dict]:
-    """The two tool definitions for the skills `names`, in `format`; no names gives [] (no tools at all)."""
+def schemas_for(names: list[str], format: str = "openai", *, inputs: bool = False) -> list[dict]:
+    """The two tool definitions for the skills `names`, in `format`; no names gives [] (no tools at all).
+    `inputs`: offer execute_skill_script's `inputs` argument (the view has an inputs folder)."""
     if format not in FORMATS:
         raise ConfigError(f"tool schema format must be one of {', '.join(FORMATS)}, got {format!r}")
     if not names:
@@ -183,7 +202,7 @@ def schemas_for(names: list[str], format: str = "openai") -> list[dict]:
     specs = [(READ_SKILL, _READ_SKILL_DESCRIPTION), (EXECUTE_SKILL_SCRIPT, _EXECUTE_DESCRIPTION)]
     out = []
     for name, description in specs:
-        params = _parameters(names, name)
+        params = _parameters(names, name, inputs)
         if format == "openai":
             out.append({"type": "function", "function": {"name": name, "description": description,
                                                           "parameters": params}})
@@ -199,7 +218,7 @@ def schemas_for(names: list[str], format: str = "openai") -> list[dict]:
 _SIGNATURES = {
     READ_SKILL: {"skill_name": (str, True), "file_path": (str, False)},
     EXECUTE_SKILL_SCRIPT: {"skill_name": (str, True), "script_path": (str, False),
-                           "args": (list, False), "input": (str, False)},
+                           "args": (list, False), "input": (str, False), "inputs": (list, False)},
 }
 _EXAMPLES = {
     READ_SKILL: '{"skill_name": "<skill>"} or {"skill_name": "<skill>", "file_path": "references/x.md"}',
@@ -248,10 +267,9 @@ def _parse_arguments(tool: str, arguments: Any) -> dict:
         if kind is list:
             for i, item in enumerate(value):
                 if not isinstance(item, str):
-                    raise _BadArguments(
-                        f"{tool}: args[{i}] must be a string, got {_json_type(item)}; write numbers and "
-                        'flags as strings, e.g. ["--limit", "10"]'
-                    )
+                    hint = ('write numbers and flags as strings, e.g. ["--limit", "10"]' if key == "args" else
+                            'name each file by its path in the inputs folder, e.g. ["sales.csv"]')
+                    raise _BadArguments(f"{tool}: {key}[{i}] must be a string, got {_json_type(item)}; {hint}")
         checked[key] = value
     return checked
 
@@ -289,6 +307,8 @@ def run_report(result, cap: int = DEFAULT_OUTPUT_CAP) -> str:
     head = [f"Status: {_status(result)}"]
     if result.args:
         head.append("Arguments: " + json.dumps(list(result.args), ensure_ascii=False))
+    if getattr(result, "inputs", None):
+        head.append("Inputs in the working folder: " + json.dumps(list(result.inputs), ensure_ascii=False))
     head.append(f"Backend: {result.backend or 'unknown'}" + (f" ({result.isolation})" if result.isolation else ""))
     if result.notice:
         head.append(f"Notice: {result.notice}")
@@ -416,6 +436,13 @@ class AgentView:
     `output_cap` bounds every tool result (characters). `backend`, `timeout`, `guard` and any other
     `run_options` go to `registry.run` for execute_skill_script.
 
+    `inputs_dir`: a folder the application (never the model) chooses, whose files the model may hand to a
+    script with execute_skill_script's `inputs` argument, each named by its path relative to the folder.
+    Without it the argument is not offered, and using it is an error. A name is refused unless it stays
+    inside the folder: no absolute path, drive, `~` or `..`, and no link leading out (the name is resolved,
+    links and all, and must land inside). Everything inside the folder is readable by the model's runs, so
+    give a folder meant for that, not a home directory.
+
     Visibility is computed on every call, so skills added to the registry later show up at once, and the
     catalog, the schema enum and the dispatcher always agree.
     """
@@ -423,7 +450,7 @@ class AgentView:
     def __init__(self, registry, allow: Iterable[str] | None = None, disabled: Iterable[str] = (), *,
                  output_cap: int = DEFAULT_OUTPUT_CAP, backend: str | None = None,
                  timeout: float | None = None, guard: bool | None = None, track_activations: bool = True,
-                 **run_options):
+                 inputs_dir=None, **run_options):
         if isinstance(allow, str) or isinstance(disabled, str):
             raise ConfigError("allow and disabled take a list of skill names, not a single string")
         if not isinstance(output_cap, int) or isinstance(output_cap, bool) or output_cap < 1000:
@@ -436,6 +463,7 @@ class AgentView:
         self.run_options = {k: v for k, v in dict(run_options, backend=backend, timeout=timeout,
                                                    guard=guard).items() if v is not None}
         self.tracker = ActivationTracker() if track_activations else None
+        self.inputs_dir = _inputs_folder(inputs_dir)
 
     # -- visibility
 
@@ -492,7 +520,7 @@ class AgentView:
 
     def tool_schemas(self, format: str = "openai") -> list[dict]:
         """The tool definitions ("openai" or "anthropic"); [] when no skill is visible."""
-        return schemas_for(self.names(), format)
+        return schemas_for(self.names(), format, inputs=self.inputs_dir is not None)
 
     def reset(self) -> None:
         """Start a new conversation: forget which skills were activated."""
@@ -583,10 +611,17 @@ class AgentView:
                           "scripts/analyze.py. Load the skill with read_skill to see its files.")
         where = f"{name}/{script}"
         call = {"args": list(args.get("args") or []), "stdin": args.get("input")}
+        if args.get("inputs"):
+            staged = self._input_paths(args["inputs"])
+            if isinstance(staged, ToolResult):
+                return staged
+            call["inputs"] = staged
         try:
             # The call's own problems (a path outside the skill, a missing file) first, so that what is
             # left below is about running, which the model cannot fix.
-            self.registry.run_request(name, script, **call)
+            # With this view's limits, so an input over its input_cap is the call's problem too.
+            limits = {k: v for k, v in self.run_options.items() if k not in _RUN_ONLY_OPTIONS}
+            self.registry.run_request(name, script, **call, **limits)
         except SkillNotFound:
             return self._unknown_skill(EXECUTE_SKILL_SCRIPT, name)
         except SkillError as exc:
@@ -605,6 +640,106 @@ class AgentView:
         kind = _run_error_kind(result)
         return ToolResult(EXECUTE_SKILL_SCRIPT, run_report(result, self.output_cap), is_error=bool(kind),
                           error=kind)
+
+
+    def _input_paths(self, names: list[str]) -> list[str] | ToolResult:
+        """Host paths for the model's `inputs`, each checked to stay inside the inputs folder."""
+        def refuse(message: str) -> ToolResult:
+            return _error(EXECUTE_SKILL_SCRIPT, "bad_arguments", f"inputs: {message}")
+
+        if self.inputs_dir is None:
+            return refuse("this agent has no inputs folder, so no file can be passed. Put data you have in "
+                          "input (the script's standard input) instead, or tell the user the script needs a "
+                          "file.")
+        root = Path(os.path.realpath(self.inputs_dir))
+        if not root.is_dir():
+            return _error(EXECUTE_SKILL_SCRIPT, "sandbox", "the inputs folder is not available right now; "
+                                                          "tell the user.")
+        if len(names) > MAX_AGENT_INPUTS:
+            return refuse(f"{len(names)} names; give at most {MAX_AGENT_INPUTS} (a folder counts as one).")
+        paths, staged_as = [], {}
+        for raw in names:
+            problem = _input_name_problem(raw)
+            candidate = None if problem else root.joinpath(*PurePosixPath(raw).parts)
+            if candidate is not None and not os.path.lexists(candidate):
+                problem = "there is no such file or folder in the inputs folder"
+            if candidate is not None and not problem:
+                # Resolved with its links: whatever the name leads to must be inside the folder.
+                real = Path(os.path.realpath(candidate))
+                if real == root or root not in real.parents:
+                    problem = ("it is a link that leads out of the inputs folder; only what is inside the "
+                               "folder can be given")
+                elif not (real.is_file() or real.is_dir()):
+                    problem = "it is not a regular file or folder (or it is a broken link)"
+            if problem:
+                return refuse(f"{_short(raw, 200)!r} cannot be given: {problem}. Name a file or folder by its "
+                              f"path relative to the inputs folder{_listing(root)}.")
+            base = candidate.name
+            if base in staged_as:
+                return refuse(f"{staged_as[base]!r} and {raw!r} would both be copied in as {base!r}; give "
+                              "one of them, or their common folder.")
+            staged_as[base] = raw
+            # The unresolved path, so a link is staged under the name the model gave (its target was checked
+            # above; only the application can change the folder between the check and the copy).
+            paths.append(str(candidate))
+        return paths
+
+
+# registry.run options that run_request (the call's own checks) does not take.
+_RUN_ONLY_OPTIONS = ("backend", "guard", "progress", "save_to", "on_output", "overwrite")
+MAX_AGENT_INPUTS = 100  # names one execute_skill_script call may give in `inputs`
+
+
+def _inputs_folder(value) -> Path | None:
+    """The application's inputs folder, absolute; ConfigError when it is not an existing folder."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ConfigError(f"inputs_dir must be a folder path, got {value!r}")
+    folder = Path(os.path.expanduser(os.fspath(value))).absolute()
+    if not folder.is_dir():
+        raise ConfigError(f"inputs_dir {os.fspath(value)!r} is not an existing folder; create it, or give the "
+                          "folder whose files the agent may pass to scripts")
+    return folder
+
+
+def _input_name_problem(raw: str) -> str:
+    """Why `raw` is not a plain relative path inside a folder ("" when it is)."""
+    if not raw.strip():
+        return "it is empty"
+    if "\0" in raw:
+        return "it contains a NUL character"
+    if "\\" in raw:
+        return "it contains a backslash; separate folders with /"
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
+        return "it is an absolute path"
+    if raw.startswith("~"):
+        return "'~' is not expanded; paths are relative to the inputs folder"
+    parts = PurePosixPath(raw).parts
+    if ".." in parts:
+        return "it contains '..'"
+    if not [p for p in parts if p != "."]:
+        return "it names the inputs folder itself"
+    return ""
+
+
+def _listing(root: Path, limit: int = 20) -> str:
+    """'; it holds: a.csv, data/, ...' for an error message: what the model can ask for instead (links
+    leading out are not offered)."""
+    names = []
+    try:
+        with os.scandir(root) as entries:
+            for entry in entries:
+                real = Path(os.path.realpath(entry.path))
+                if root in real.parents and (real.is_file() or real.is_dir()):
+                    names.append(entry.name + ("/" if real.is_dir() else ""))
+    except OSError:
+        return ""
+    names.sort()
+    if not names:
+        return "; it is empty"
+    more = f", and {len(names) - limit} more" if len(names) > limit else ""
+    return "; it holds: " + ", ".join(_short(n, 100) for n in names[:limit]) + more
 
 
 def _guard_message(where: str, exc: GuardBlocked) -> str:
