@@ -75,7 +75,8 @@ def private_engine():
         pytest.skip("a private Docker engine needs dockerd, ip and root")
     if subprocess.run(["docker", "image", "inspect", DEFAULT_IMAGE], capture_output=True, check=False).returncode != 0:
         pytest.skip(f"the sandbox image {DEFAULT_IMAGE} is not on the shared engine")
-    engine = PrivateEngine(Path(tempfile.mkdtemp(prefix="ipyskills-engine-", dir="/tmp")))
+    # tcp: test_remote_engine.py reaches the same engine over a loopback port, as a remote engine
+    engine = PrivateEngine(Path(tempfile.mkdtemp(prefix="ipyskills-engine-", dir="/tmp")), tcp=True)
     try:
         engine.start()
         save = subprocess.Popen(["docker", "save", DEFAULT_IMAGE], stdout=subprocess.PIPE)

@@ -3,7 +3,11 @@ started, stopped and restarted at will and removed afterwards. The shared engine
 
 Not `--bridge none`: a dockerd started with it deletes the host's `docker0` interface, which the shared
 engine's bridge network needs (its network-enabled containers then fail to start). The private engine
-gets a bridge interface of its own instead, deleted afterwards."""
+gets a bridge interface of its own instead, deleted afterwards.
+
+With `tcp=True` it also listens on tcp://127.0.0.1:<a free port> (`tcp_host`): an engine reached over TCP
+is what a remote engine looks like to the client (no shared filesystem). Loopback only, no TLS, for the
+test session's lifetime; the unix socket stays for the fault tests and the image load."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -18,10 +23,19 @@ from pathlib import Path
 from ipyskills.sandbox.docker import backend as db
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now (the engine binds it a moment later)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 class PrivateEngine:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, tcp: bool = False):
         self.root = root
         self.host = f"unix://{root}/docker.sock"
+        # Chosen once: a restarted engine listens on the same port, so a DOCKER_HOST set earlier still works.
+        self.tcp_host = f"tcp://127.0.0.1:{free_port()}" if tcp else None
         self.proc: subprocess.Popen | None = None
         self.log = open(root / "dockerd.log", "ab")  # noqa: SIM115 - closed in close()
         self.bridge = f"ipysk{os.getpid() % 100000}"
@@ -32,17 +46,20 @@ class PrivateEngine:
             subprocess.run(cmd, capture_output=True, check=True)
 
     def start(self, timeout: float = 60.0) -> None:
+        hosts = ["--host", self.host] + (["--host", self.tcp_host] if self.tcp_host else [])
         self.proc = subprocess.Popen(
-            ["dockerd", "--host", self.host, "--data-root", str(self.root / "data"),
+            ["dockerd", *hosts, "--data-root", str(self.root / "data"),
              "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
              "--bridge", self.bridge, "--iptables=false", "--ip-masq=false", "--ip-forward=false",
              "--shutdown-timeout", "2"],
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout
-        while subprocess.run(["docker", "-H", self.host, "version"], capture_output=True, check=False).returncode != 0:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the private engine did not start: {(self.root / 'dockerd.log').read_text()[-2000:]}")
-            time.sleep(0.2)
+        for host in filter(None, (self.host, self.tcp_host)):
+            while subprocess.run(["docker", "-H", host, "version"], capture_output=True, check=False).returncode != 0:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the private engine did not start on {host}: "
+                                       f"{(self.root / 'dockerd.log').read_text()[-2000:]}")
+                time.sleep(0.2)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
