@@ -142,3 +142,52 @@ def test_small_items_of_point_9():
     assert warm == isolation_line(limits, copy=False).replace("docker:", "docker (warm pool):", 1)
     timed = ExecuteResult(exit_code=None, stdout="", stderr="", duration_ms=5.0, timed_out=True)
     assert "exit=124 (timed out)" in timed.status_line() and "None" not in timed.status_line()
+
+
+def test_the_end_marker_holds_back_only_what_could_start_it():
+    # Docker's stream ends stdout with a marker; only bytes that could begin it are held back, so live
+    # output is not some 50 bytes (several short lines) behind the script.
+    from ipyskills.sandbox.docker.backend import _MarkerSplitter
+    from ipyskills.sandbox.result import OutputBuffer
+
+    marker = b"\0\0ipyskills-end-" + b"ab" * 16 + b"\0\0"
+    seen = []
+    out = OutputBuffer(1 << 20, lambda piece: seen.append(piece))
+    splitter = _MarkerSplitter(out, marker)
+    assert splitter.feed(b"tick 0\n") is None and b"".join(seen) == b"tick 0\n"
+    assert splitter.feed(b"tick 1\n\0") is None and b"".join(seen) == b"tick 0\ntick 1\n"  # '\0' may start it
+    assert splitter.feed(b"x") is None and b"".join(seen).endswith(b"tick 1\n\0x")  # it did not
+    whole = b"last" + marker + b"REPORT"
+    for cut in range(1, len(whole)):  # the marker found wherever the stream is cut
+        seen.clear()
+        split = _MarkerSplitter(OutputBuffer(1 << 20, lambda piece: seen.append(piece)), marker)
+        rest = split.feed(whole[:cut])
+        rest = split.feed(whole[cut:]) if rest is None else rest + whole[cut:]  # after it: the report
+        assert b"".join(seen) == b"last" and rest == b"REPORT", cut
+
+
+@pytest.mark.docker
+def test_docker_output_arrives_while_the_script_runs(report_skill):
+    from ipyskills import SkillRegistry
+    from ipyskills.sandbox.docker.backend import DockerBackend
+
+    ready, reason = DockerBackend().readiness()
+    if not ready:
+        import os
+
+        if os.environ.get("IPYSKILLS_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"Docker is required here but not ready: {reason}")
+        pytest.skip(reason)
+    import time
+
+    (report_skill / "skills" / "hello" / "scripts" / "slow.py").write_text(
+        "import time\nfor i in range(6):\n    print('tick', i, flush=True); time.sleep(0.4)\n")
+    reg = SkillRegistry(["skills"])
+    arrivals = []
+    start = time.monotonic()
+    result = reg.run("hello", "scripts/slow.py", backend="docker",
+                     on_output=lambda stream, text: arrivals.append((time.monotonic() - start, text)))
+    end = time.monotonic() - start
+    assert result.ok and result.stdout.count("tick") == 6
+    first = next(t for t, text in arrivals if "tick 0" in text)
+    assert end - first > 1.5, (arrivals, end)  # tick 0 came about 2 s before the end, not with it

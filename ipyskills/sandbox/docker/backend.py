@@ -481,9 +481,12 @@ class _MarkerSplitter:
             self.out.write(data[:at])
             self._pending = b""
             return data[at + len(self.marker):]
-        keep = len(self.marker) - 1
-        self.out.write(data[:-keep] if len(data) > keep else b"")
-        self._pending = data[-keep:] if len(data) > keep else data
+        # Only an end that could be the marker's start is held back (usually nothing: the marker starts
+        # with NULs), so output reaches live listeners line by line, not some 50 bytes late.
+        keep = next((k for k in range(min(len(data), len(self.marker) - 1), 0, -1)
+                     if data.endswith(self.marker[:k])), 0)
+        self.out.write(data[:len(data) - keep])
+        self._pending = data[len(data) - keep:]
         return None
 
     def flush(self) -> None:
