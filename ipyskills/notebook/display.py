@@ -30,10 +30,15 @@ _IMAGE_MIMES = {"image/png", "image/jpeg", "image/gif", "image/svg+xml", "image/
 _CSS = (
     "<style>.ipyskills{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;line-height:1.45}"
     ".ipyskills table{border-collapse:collapse;margin:4px 0}"
-    ".ipyskills th,.ipyskills td{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top}"
+    # The class twice: JupyterLab right-aligns cells with `:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td`
+    # (two classes), so one class would lose and tables would come out right-aligned.
+    ".ipyskills.ipyskills th,.ipyskills.ipyskills td{border:1px solid #d0d7de;padding:2px 8px;text-align:left;"
+    "vertical-align:top}"
     ".ipyskills pre{background:rgba(127,127,127,.08);padding:6px;overflow:auto;max-height:32em;margin:4px 0}"
     ".ipyskills .card{border:1px solid #d0d7de;border-radius:6px;padding:6px 10px;margin-bottom:6px}"
     ".ipyskills .muted{color:#6e7781}.ipyskills summary{cursor:pointer}"
+    ".ipyskills.ipyskills a,.ipyskills.ipyskills a code{color:var(--jp-content-link-color,#0969da);"
+    "text-decoration:underline}"
     ".ipyskills .md{border-left:3px solid #d0d7de;padding-left:10px}</style>"
 )
 
@@ -429,8 +434,11 @@ def result_bundle(result) -> dict:
     ok = result.ok
     colour = _STATUS_COLOUR["valid" if ok else "invalid"]
     title = f"{result.skill}/{result.script}" if result.skill else result.script
+    # The outcome in bold, what isolated it below in plain grey: the long isolation line would drown it.
+    isolation = getattr(result, "isolation", "")
     parts = [(f'<div class="card"><b>{esc(title)}</b> {esc(shlex.join(result.args))}'
-             f'<div style="color:{colour};font-weight:600">{esc(status)}</div>')]
+             f'<div style="color:{colour};font-weight:600">{esc(result.status_line())}</div>'
+             + (f'<div class="muted">{esc(isolation)}</div>' if isolation else ""))]
     text = [f"{title} {shlex.join(result.args)}".rstrip(), status]
     if result.notice:
         parts.append(f'<div style="color:{_STATUS_COLOUR["warnings"]}">{esc(result.notice)}</div>')

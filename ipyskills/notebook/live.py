@@ -78,8 +78,13 @@ class LiveOutput:
         body = self.text()
         seconds = self.clock() - self.started
         head = f"{self.title} · running {seconds:.1f} s" if not footer else f"{self.title} · {footer}"
+        colour = ' style="color:#9a6700"' if footer else ""  # interrupted: the warning colour
+        # The box stays scrolled to its end (column-reverse), so the newest lines are the ones in view.
         return {"text/plain": f"{head}\n{body}",
-                "text/html": wrap(f'<div class="card"><b>{esc(head)}</b></div><pre>{esc(body)}</pre>')}
+                "text/html": wrap(f'<div class="card"><b{colour}>{esc(head)}</b></div>'
+                                  '<div class="live" style="display:flex;flex-direction:column-reverse;'
+                                  'overflow:auto;max-height:32em">'
+                                  f'<pre style="max-height:none;overflow:visible">{esc(body)}</pre></div>')}
 
     def draw(self) -> None:
         from IPython.display import display
