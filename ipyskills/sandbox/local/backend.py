@@ -8,7 +8,7 @@ What one run gets (and the result's `isolation` line says which of these actuall
   it leaves in /tmp, /var/tmp and /dev/shm can be found and removed afterwards. Without root, the current
   user, said so plainly;
 - a scrubbed environment: PATH, HOME and TMPDIR (private folders), LANG/LC_ALL, PYTHONDONTWRITEBYTECODE,
-  IPYSKILLS_OUTPUT, plus what the caller passes in `request.env`;
+  MALLOC_ARENA_MAX=1, IPYSKILLS_OUTPUT, plus what the caller passes in `request.env`;
 - rlimits: address space = memory, CPU seconds = timeout + 1, file size = tmp_size, processes = pids,
   256 open files, no core dumps; no-new-privileges;
 - new network and pid namespaces where the kernel allows them (sandbox/local/isolation.py), so there is no
@@ -229,6 +229,10 @@ class _Run:
             "LC_ALL": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
             "IPYSKILLS_OUTPUT": str(self.out),
+            # The memory limit is on address space, and glibc reserves 64 MiB of it for each extra malloc
+            # arena, made when threads happen to contend (numpy's BLAS threads at import): one arena keeps
+            # the same script's footprint the same from run to run.
+            "MALLOC_ARENA_MAX": "1",
         }
         env.update({str(k): str(v) for k, v in self.request.env.items()})
         return env
