@@ -125,7 +125,7 @@ def _forget_docopt_images() -> None:
     for image in client.images.list(name=docker_image.REPOSITORY):
         if "docopt" in (image.labels or {}).get(docker_image.LABEL_INSTALLED, ""):
             for tag in image.tags:
-                client.images.remove(tag)
+                client.images.remove(tag, force=True)  # a finished run's container may still be going
 
 
 @pytest.mark.slow

@@ -152,6 +152,7 @@ def _build(client, base_id: str, lock: str, installed: list[str], tag: str, targ
     with tempfile.TemporaryDirectory(prefix="ipyskills-deps-") as ctx:
         context = Path(ctx)
         install_target(lock, context / "site", target, log=progress, find_links=str(built) if built else None)
+        (context / "site" / ".lock").unlink(missing_ok=True)  # uv's lock file, not part of any package
         bin_dir = context / "site" / "bin"
         if bin_dir.is_dir():
             shutil.move(str(bin_dir), context / "bin")  # console scripts go on PATH, not into site-packages
