@@ -344,7 +344,11 @@ def _install_error(lines: list[str], code: int) -> str:
     text = "\n".join(lines)
     if any(m in text for m in _NET_MARKERS):
         return f"cannot download the locked wheels: {_index_hint()}, then try again"
-    if "hash" in text.lower() and ("mismatch" in text.lower() or "Hash" in text):
-        return (f"a downloaded wheel does not match the hash in the lock (the index served different bytes); "
-                f"refusing it. uv: {_causes(lines)}")
+    m = re.search(r"Hash mismatch for `([^`]+)`", text)
+    if m or ("hash" in text.lower() and "mismatch" in text.lower()):
+        what = m.group(1) if m else "a downloaded wheel"
+        got = re.search(r"Computed:\s*(\S+)", text)
+        return (f"{what} does not match the hash in the lock (the index or the cache served different bytes"
+                f"{': ' + got.group(1) if got else ''}); refusing it. Nothing was installed; try again, and "
+                f"if it persists, check the index (UV_INDEX_URL) or clear uv's cache (`uv cache clean`)")
     return f"uv could not unpack the locked wheels (exit {code}): {_short(' '.join(lines[-6:]), 600)}"

@@ -137,6 +137,28 @@ def test_a_requirement_that_cannot_be_met_fails_before_any_container_or_tag(dock
     assert mine == []
 
 
+@pytest.mark.docker
+def test_an_unreachable_index_fails_the_run_before_any_container_or_tag(docker_backend, make_skill, monkeypatch,
+                                                                       tmp_path):
+    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+
+    monkeypatch.setenv("UV_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens on the discard port
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-uv-cache"))
+    client = docker_backend.client()
+    skill = make_skill({"scripts/x.py": "# /// script\n# dependencies = [\"tabulate==0.8.10\"]\n# ///\nprint(1)\n"},
+                       name="no-index")
+    tags_before = deps_tags(client)
+    with pytest.raises(SkillError) as caught:
+        registry(skill).run("no-index", "scripts/x.py", backend="docker")
+    message = str(caught.value)
+    assert "no package index could be reached (http://127.0.0.1:9/simple" in message
+    assert "UV_INDEX_URL" in message and "asked for by: tabulate (scripts/x.py:2)" in message
+    assert deps_tags(client) == tags_before
+    assert client.containers.list(ignore_removed=True, all=True,
+                                  filters={"label": [f"{LABEL}=1", f"{LABEL_PID}={os.getpid()}"]}) == []
+
+
 def test_the_deps_setting_refuses_unknown_modes(make_skill):
     skill = make_skill({"scripts/x.py": "print(1)\n"}, name="modes")
     with pytest.raises(SkillError, match="auto, declared, off"):
