@@ -521,28 +521,36 @@ class IPySkills(IPySkillsConfig, Magics):
                 raise UsageError("--stdin VAR and a cell body both give stdin: use one of them")
             stdin = self._stdin_from(args.stdin_var)
         from ..errors import RunInterrupted
+        from .interrupts import shield_repeated_interrupts
         from .live import LiveOutput
 
         live = LiveOutput(f"{args.name}/{args.script}", self.shell)
-        try:
-            result = self._call(
-                self.registry.run, args.name, args.script, args=list(args.args), stdin=stdin,
-                backend=args.backend or self.sandbox_backend,
-                timeout=args.timeout if args.timeout is not None else self.timeout,
-                memory=args.memory or self.memory,
-                network=bool(args.network) if args.network is not None else self.network,
-                guard=self.guard if args.guard is None else args.guard,
-                deps=args.deps or self.deps, progress=_progress_log(),
-                inputs=args.inputs, save_to=args.save_to, on_output=live,
-            )
-        except RunInterrupted as stop:
-            live.interrupted(stop.line(), stop.result)  # the output so far and one line, no traceback
-            if args.var:
-                self.shell.user_ns[args.var] = stop.result
-            return None
-        except KeyboardInterrupt:
-            print("interrupted before the script started; nothing is left running", file=sys.stderr)
-            return None
+        # Only the first Ctrl-C counts until its clean-up is done and shown (a second one would cut
+        # the sandbox's removal short and lose the output so far).
+        with shield_repeated_interrupts() as shield:
+            try:
+                result = self._call(
+                    self.registry.run, args.name, args.script, args=list(args.args), stdin=stdin,
+                    backend=args.backend or self.sandbox_backend,
+                    timeout=args.timeout if args.timeout is not None else self.timeout,
+                    memory=args.memory or self.memory,
+                    network=bool(args.network) if args.network is not None else self.network,
+                    guard=self.guard if args.guard is None else args.guard,
+                    deps=args.deps or self.deps, progress=_progress_log(),
+                    inputs=args.inputs, save_to=args.save_to, on_output=live,
+                )
+            except RunInterrupted as stop:
+                live.interrupted(stop.line(), stop.result)  # the output so far and one line, no traceback
+                if args.var:
+                    self.shell.user_ns[args.var] = stop.result
+                return None
+            except KeyboardInterrupt:
+                if shield is not None and shield.escaped:
+                    print("interrupted again while the sandbox was being removed; if anything is left, "
+                          "`ipyskills sandbox cleanup` removes it", file=sys.stderr)
+                else:
+                    print("interrupted before the script started; nothing is left running", file=sys.stderr)
+                return None
         live.finish()
         if args.var:
             self.shell.user_ns[args.var] = result
