@@ -1,8 +1,14 @@
 """The local backend: run a skill script as a confined subprocess, for machines without Docker (Binder).
 
+This is the host side: it prepares the run folder, starts the helper (sandbox/local/isolation.py, which
+confines itself and execs the script), pumps the pipes, enforces the timeout, kills, collects artifacts,
+removes everything and writes the isolation line. The Landlock plan, the run cgroup and the removal of
+dead owners' run folders are in sandbox/local/confine.py; the skill copy in sandbox/local/skill_copy.py.
+
 What one run gets (and the result's `isolation` line says which of these actually held, every time):
-- a throw-away copy of the skill as the working directory (sandbox/local/skill_copy.py), read-only to a run
-  uid (an owner could chmod it, so without root it is only a copy);
+- a run folder of its own (`ipyskills-local-<owner pid>-…` in TMPDIR) holding a throw-away copy of the skill
+  (read-only to a run uid; an owner could chmod it, so without root it is only a copy), HOME, TMPDIR, the
+  output folder and the workspace, which is the working directory;
 - a uid/gid of its own when ipyskills runs as root: a fresh number no account or process uses, so the
   process limit counts this run alone, concurrent runs cannot signal or ptrace each other, and the files
   it leaves in /tmp, /var/tmp and /dev/shm can be found and removed afterwards. Without root, the current
@@ -11,9 +17,16 @@ What one run gets (and the result's `isolation` line says which of these actuall
   MALLOC_ARENA_MAX=1, IPYSKILLS_OUTPUT, plus what the caller passes in `request.env`;
 - rlimits: address space = memory, CPU seconds = timeout + 1, file size = tmp_size, processes = pids,
   256 open files, no core dumps; no-new-privileges;
-- new network and pid namespaces where the kernel allows them (sandbox/local/isolation.py), so there is no
-  network (not even loopback) and every process the script starts dies with the run;
-- a wall-clock timeout enforced from the host, then SIGKILL to the namespace and the process group.
+- where the kernel allows them (through a user namespace when not root): new network and pid namespaces
+  (no network, not even loopback; every process the script starts dies with the run) and a mount
+  namespace with a private /proc (host command lines not visible) and a private /dev/shm (a tmpfs of
+  tmp_size, so multiprocessing works and nothing reaches the host's /dev/shm);
+- Landlock where the kernel has it: reads only under system, interpreter and dependency folders, writes
+  only to the run folder (and its own /dev/shm), TCP connect/bind denied without `network`, signals and
+  abstract unix sockets limited to the run;
+- a cgroup v2 memory.max for the whole run where the memory controller is delegated to this process;
+- a parent-death signal (the run dies with its owner) and a wall-clock timeout enforced from the host,
+  then SIGKILL to the namespace and the process group.
 
 Decisions worth knowing:
 - `python3` / `python` mean the interpreter running ipyskills (`sys.executable`), because on Binder that is
@@ -21,19 +34,23 @@ Decisions worth knowing:
   script. When ipyskills runs as root and the run's uid cannot execute that interpreter (say it lives
   under /root), the system python3 runs instead and the isolation line names it. Other programs are looked up
   on the system PATH.
-- The network and pid namespaces are tried on every run (a few ms) rather than probed once, so the
-  isolation line reports what held for this very run.
+- Every step is tried on every run (a few ms in all, benchmarks/local_overhead.py) rather than probed
+  once, so the isolation line reports what held for this very run.
+- Without a mount namespace, /dev/shm is the host's: a run with a uid of its own may use it (what that
+  uid leaves is removed afterwards, and the line says it is shared); a run as the current user cannot
+  reach it under Landlock (the line says multiprocessing locks fail), since its files could not be told
+  from the user's own.
 - The memory limit is on address space (RLIMIT_AS), not resident memory: Python raises MemoryError cleanly,
   but runtimes that reserve large virtual ranges up front (Node's V8, the JVM, some BLAS thread pools) may
-  not start under a small limit (Node 20 fails at 256m, starts at 1g); raise `memory` for them. `oom_killed` is reported
-  when the script exits non-zero and one of its last error lines says it ran out of memory (MemoryError,
-  std::bad_alloc, "out of memory", "Cannot allocate memory", "OOM"); there is no kernel OOM event to read
-  without cgroups.
+  not start under a small limit (Node 20 fails at 256m, starts at 1g); raise `memory` for them. One malloc
+  arena (MALLOC_ARENA_MAX=1) keeps glibc from reserving 64 MiB of it per contending thread. `oom_killed` is
+  reported when the script exits non-zero and one of its last error lines says it ran out of memory
+  (MemoryError, std::bad_alloc, "out of memory", "Cannot allocate memory", "OOM"), or when the run cgroup
+  counted an OOM kill.
 - Output past the cap is read and thrown away while the script keeps running, as with Docker; a script that
   never stops printing ends at the timeout. A process killed by a signal reports exit code 128 + signal.
-- Not isolated, and said so: reading the host filesystem (wherever the run's user may read), writing
-  wherever that user may write (for a run uid: world-writable places such as /tmp, visible to others while
-  the run lasts), CPU share.
+- Not isolated, and said so: connecting to unix sockets by path, CPU share, total memory where no cgroup
+  could be made; and, where the kernel refuses Landlock or the namespaces, what they would have covered.
 """
 
 from __future__ import annotations

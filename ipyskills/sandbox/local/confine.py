@@ -95,7 +95,10 @@ def _read_paths(programs: tuple[str, ...], pythonpath: str, nodepath: str) -> tu
 class RunCgroup:
     """A cgroup v2 folder for one run with memory.max (and memory.swap.max 0), made under the cgroup this
     process is in when that cgroup delegates the memory controller to us; `error` says why not otherwise.
-    A limit of 0 makes none (the confinement steps switched off for a benchmark)."""
+    A limit of 0 makes none (the confinement steps switched off for a benchmark).
+
+    Only the refusal path is exercised by this project's tests: their machine's memory controller is on
+    cgroup v1 (no cgroup2 mounted), where this finds nothing and the isolation line says NOT limited."""
 
     def __init__(self, limit: int, name: str):
         self.path: str | None = None

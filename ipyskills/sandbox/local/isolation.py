@@ -1,20 +1,28 @@
 """The child-side half of the local backend: confine this process, then exec the script.
 
-Run as a file, not imported: `python -I -S local_isolation.py SPEC_JSON -- PROGRAM ARGS...`.
-It uses the standard library only, so it starts in ~15 ms and runs whatever Python hosts ipyskills.
+Run as a file, not imported by the backend: `python -I -S isolation.py SPEC_JSON -- PROGRAM ARGS...`
+(the spec is made by sandbox/local/backend.py, the Landlock plan in it by sandbox/local/confine.py). It uses
+the standard library only, so it starts in ~15 ms and runs whatever Python hosts ipyskills.
 
-Steps, each attempted and reported, never assumed:
-1. new namespaces: network (no interfaces but a down loopback) and pid (so every process the script starts
+Steps, each attempted and reported, never assumed (the host builds the isolation line from the report):
+1. a parent-death signal, so the helper dies with its owner; joining the run's memory cgroup when the host
+   made one.
+2. new namespaces: network (no interfaces but a down loopback) and pid (so every process the script starts
    dies with it), plus a user namespace when we are not root (that is what lets an unprivileged user create
-   the other two). Kernels or containers that forbid this get a report saying so, and the run goes on.
-2. fork a reaper: pid 1 of the new pid namespace (like `docker run --init`). It drops to the unprivileged
-   uid (when root), sets rlimits, no-new-privileges and a parent-death signal, forks the script, reaps
-   orphans and exits with the script's status (128 + signal when a signal killed it). When it exits, the
-   kernel kills everything left in the namespace. This process waits for it and ends the same way: with
-   the script's exit code, or killed by the script's signal, which the reaper passes on through a pipe (pid 1
-   of a namespace cannot die of its own signal), so the host tells `exit(152)` from a SIGXCPU.
-3. the script process writes one JSON line saying what was enforced to the status pipe and execs. The
-   status pipe is close-on-exec, so the host sees EOF exactly when the script starts.
+   the others), then a mount namespace of the run's own. Kernels or containers that forbid any of them get
+   a report saying so, and the run goes on with what held.
+3. fork a reaper: pid 1 of the new pid namespace (like `docker run --init`). In the run's mount namespace
+   it mounts a size-capped tmpfs on /dev/shm and a fresh /proc (private_mounts), then drops to the
+   unprivileged uid (when root), sets rlimits, no-new-privileges and a parent-death signal, forks the
+   script, reaps orphans and exits with the script's status (128 + signal when a signal killed it). When it
+   exits, the kernel kills everything left in the namespace, and the mounts go with the namespace. This
+   process waits for it and ends the same way: with the script's exit code, or killed by the script's
+   signal, which the reaper passes on through a pipe (pid 1 of a namespace cannot die of its own signal),
+   so the host tells `exit(152)` from a SIGXCPU.
+4. the script process applies Landlock (the highest ABI the kernel offers, feature by feature: reads,
+   writes, TCP bind/connect, signal and abstract-socket scoping), writes one JSON line saying what was
+   enforced to the status pipe and execs. The status pipe is close-on-exec, so the host sees EOF exactly
+   when the script starts.
 """
 
 import ctypes
