@@ -373,7 +373,11 @@ def _run_build(client, image, sdist: Path, tools: Path, name: str, out_dir: Path
         raise SandboxError(f"the sandbox image {image} is not present: build the image: "
                            "ipyskills sandbox build [--offline]") from None
     except docker.errors.APIError as exc:
-        raise SandboxError(f"Docker refused the build container for {name}: {exc.explanation or exc}") from None
+        detail = str(exc.explanation or exc)
+        if container is not None and ("No such container" in detail or "marked for removal" in detail):
+            raise SandboxError(f"the build container for {name} was removed while it ran (by `ipyskills "
+                               "sandbox cleanup --all` or `docker rm`?); try again") from None
+        raise SandboxError(f"Docker refused the build container for {name}: {detail}") from None
     except docker_client.engine_errors() as exc:
         raise SandboxError(f"lost contact with the Docker engine while building {name} "
                            f"({docker_client.short(exc)})") from None
