@@ -170,15 +170,31 @@ def _check_processes(item) -> None:
 
 # ---------------------------------------------------------------------------------------------------------
 # Leftover sandbox containers (on the engine DOCKER_HOST names when the session starts; a test that points
-# DOCKER_HOST at a private engine checks that engine itself)
-#
-# - labelled with this process's pid: a run of this process (after the warm pool is drained and queued
-#   removals are done);
-# - labelled with another pid on this machine that no longer exists, created since the test started: the
-#   owner was a process the test ran (`python -m ipyskills run`, a notebook kernel) and it ended without
-#   removing its container. A container whose owner is still alive is that owner's business.
+# DOCKER_HOST at a private engine checks that engine itself). A sandbox container carries its owner's pid
+# (ipyskills.pid). The test's containers are those owned by this process, or by a process the test started
+# (`python -m ipyskills run`, a notebook kernel): their pids are recorded as subprocess starts them. Other
+# processes on the machine (another test run sharing the engine) own the rest, and they are not looked at.
 
-CONTAINER_GRACE = 10.0  # seconds a stopped container gets to remove itself (AutoRemove)
+CONTAINER_GRACE = 10.0  # seconds a finished run's container, or one whose owner ended, gets to remove itself
+_started: list[int] = []  # pids subprocess.Popen started during the current test
+
+
+def _record_children() -> None:
+    """Record the pid of every child subprocess.Popen starts (asyncio's and jupyter_client's go through
+    it too), so a container labelled with it is known to be the test's."""
+    execute_child = subprocess.Popen._execute_child
+    if getattr(execute_child, "records_pids", False):
+        return
+
+    def recording(self, *args, **kwargs):
+        execute_child(self, *args, **kwargs)
+        _started.append(self.pid)
+
+    recording.records_pids = True
+    subprocess.Popen._execute_child = recording
+
+
+_record_children()
 
 
 @pytest.fixture(scope="session")
@@ -196,34 +212,27 @@ def _shared_engine():
     client.close()
 
 
-def _owner_gone(labels: dict, host: str) -> bool:
-    from ipyskills.sandbox.docker.backend import LABEL_HOST, LABEL_PID
-
-    if labels.get(LABEL_HOST) != host:
-        return False  # another machine's process cannot be checked from here
+def _alive(pid: str) -> bool:
     try:
-        os.kill(int(labels.get(LABEL_PID, "")), 0)
+        os.kill(int(pid), 0)
     except (ValueError, ProcessLookupError):
-        return True
-    except PermissionError:
         return False
-    return False
+    except PermissionError:
+        return True
+    return True
 
 
-def _leftover_containers(client, since: float) -> list[dict]:
-    import socket
-
+def _leftover_containers(client, owners: set[str]) -> list[dict]:
     from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
 
-    host, me = socket.gethostname(), str(os.getpid())
     listed = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
-    return [c for c in listed
-            if (c.get("Labels") or {}).get(LABEL_PID) == me
-            or (c.get("Created", 0) >= since and _owner_gone(c.get("Labels") or {}, host))]
+    return [c for c in listed if (c.get("Labels") or {}).get(LABEL_PID) in owners]
 
 
-def _check_containers(client, since: float) -> None:
+def _check_containers(client, owners: set[str]) -> None:
     import sys
+
+    from ipyskills.sandbox.docker.backend import LABEL_PID
 
     if "ipyskills.sandbox.docker.pool" in sys.modules:  # a warm pool holds containers on purpose: empty it
         sys.modules["ipyskills.sandbox.docker.pool"].drain_all()
@@ -232,11 +241,14 @@ def _check_containers(client, since: float) -> None:
             "finished runs' containers were not removed within 30 s"
     import docker.errors
 
+    def ending(c: dict) -> bool:  # stopped (AutoRemove follows), or its owner is gone (the launcher exits)
+        return c.get("State") not in ("running", "created") or not _alive(c["Labels"][LABEL_PID])
+
     deadline = time.monotonic() + CONTAINER_GRACE
-    left = _leftover_containers(client, since)
-    while left and time.monotonic() < deadline and all(c.get("State") not in ("running", "created") for c in left):
+    left = _leftover_containers(client, owners)
+    while left and time.monotonic() < deadline and all(ending(c) for c in left):
         time.sleep(0.2)
-        left = _leftover_containers(client, since)
+        left = _leftover_containers(client, owners)
     for container in left:  # remove them so one failure does not cascade into the next tests
         try:
             client.api.remove_container(container["Id"], force=True)
@@ -249,8 +261,8 @@ def _check_containers(client, since: float) -> None:
 def no_sandbox_left(request, _shared_engine):
     """After every test: no process it started still runs, and no sandbox container it started is left.
     Autouse, so it is set up first and torn down last: the test's own fixtures have cleaned up by then."""
-    since = int(time.time()) - 1  # the engine's Created is in whole seconds
+    _started.clear()
     yield
     _check_processes(request.node)
     if _shared_engine is not None:
-        _check_containers(_shared_engine, since)
+        _check_containers(_shared_engine, {str(os.getpid()), *map(str, _started)})
