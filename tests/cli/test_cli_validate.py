@@ -60,9 +60,23 @@ def test_json_output(make_skill, tmp_path):
     assert [d["valid"] for d in data] == [True, False, False]
     assert data[0]["path"] == str(good) and data[0]["errors"] == []
     assert data[0]["warnings"][0]["code"] == "license-not-string"
-    assert data[1]["errors"] == [{"code": "description-missing", "field": "description",
-                                  "message": data[1]["errors"][0]["message"]}]
+    (error,) = data[1]["errors"]
+    assert error["code"] == "description-missing" and error["field"] == "description"
+    assert error["message"].startswith("Missing required field in frontmatter: description")
     assert data[2]["errors"][0]["code"] == "path-missing"
+
+
+def test_uppercase_anywhere_in_the_name_is_the_one_error(make_skill):
+    # A second, independent check of the lowercase rule (tests/core/test_validate.py has the first): through
+    # the CLI, with the capital after the first letter and at both ends of A-Z, in folders named exactly like
+    # the skill so no other rule fires.
+    names = {"dataProcessor": "dataprocessor", "pdf-Z": "pdf-z", "alphA": "alpha"}
+    folders = [make_skill(name, GOOD.format(name=name)) for name in names]
+    result = ipyskills("validate", "--json", *folders)
+    assert result.returncode == 1
+    for report, (name, suggestion) in zip(json.loads(result.stdout), names.items()):
+        assert report["valid"] is False and [e["code"] for e in report["errors"]] == ["name-uppercase"]
+        assert f"Skill name '{name}' must be lowercase; use '{suggestion}'" in report["errors"][0]["message"]
 
 
 def test_json_valid_exit_0(make_skill):

@@ -293,7 +293,11 @@ def test_skill_md_path_is_accepted(make_skill):
 def test_dot_path_uses_the_real_folder_name(make_skill, monkeypatch):
     folder = make_skill("my-skill", fm())
     monkeypatch.chdir(folder)
-    assert validate_path(".").valid
+    report = validate_path(".")
+    assert report.valid and codes(report.problems) == []  # "." is not compared with the name, my-skill is
+    monkeypatch.chdir(make_skill("other-folder", fm()))
+    report = validate_path(".")
+    assert codes(report.problems) == ["name-mismatch"] and "other-folder" in messages(report)
 
 
 def test_lowercase_skill_md_is_valid_with_warning(make_skill):

@@ -548,5 +548,9 @@ def test_any_text_is_checked_without_crashing(text, language):
 @settings(max_examples=150, deadline=None)
 @given(text=st.text(max_size=200))
 def test_any_unicode_is_checked_without_crashing(text):
+    lines = len(text.splitlines()) + 1  # a finding's line is within the text (0: the file as a whole)
     for language in ("python", "shell", "javascript"):
-        check_source(text, language)
+        report = check_source(text, language)
+        for finding in report.findings:  # each one a known rule, with that rule's severity, on a real line
+            assert finding.severity == guard_rules.RULES[finding.rule].severity
+            assert 0 <= finding.line <= lines and finding.message
