@@ -53,12 +53,16 @@ def engine(private_engine):
     yield private_engine
     pool_mod.drain_all()
     assert db.flush_removals(timeout=30)
-    for host in (private_engine.tcp_host, private_engine.host):
-        os.environ["DOCKER_HOST"] = host
-        try:
+    outer = os.environ.get("DOCKER_HOST")
+    try:
+        for host in (private_engine.tcp_host, private_engine.host):  # shared_client() follows DOCKER_HOST
+            os.environ["DOCKER_HOST"] = host
             assert db.heal(db.shared_client(), everything=True)
-        finally:
-            del os.environ["DOCKER_HOST"]
+    finally:
+        if outer is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = outer
     assert private_engine.containers(os.getpid()) == []
 
 
