@@ -33,6 +33,7 @@ import resource
 import signal
 import stat
 import sys
+import time
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
@@ -212,6 +213,11 @@ def landlock(plan, report):
     held.update(fs=True, tcp=bool(net), scoped=bool(scoped))
 
 
+def _spent(report, step, started):
+    """Milliseconds a confinement step took, for the report (benchmarks/local_overhead.py reads them)."""
+    report.setdefault("steps_ms", {})[step] = round((time.perf_counter() - started) * 1000, 3)
+
+
 def _mount(source, target, fstype, flags, data=None):
     if _libc.mount(source, target, fstype, ctypes.c_ulong(flags), data) != 0:
         err = ctypes.get_errno()
@@ -320,7 +326,9 @@ def start_script(spec, report, program):
             # The host's interpreter lives where the unprivileged user cannot reach (e.g. under /root).
             report["exe_fallback"] = exe = program[0] = fallback
         if spec.get("landlock") is not None:
+            started = time.perf_counter()
             landlock(spec["landlock"], report)
+            _spent(report, "landlock", started)
         os.write(status_fd, b"report " + json.dumps(report).encode() + b"\n")
         os.execve(exe, program, dict(os.environ))
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the host as text
@@ -335,7 +343,9 @@ def reap(spec, report, program, signal_w):
     signal that killed the script goes to `signal_w` (close-on-exec, so the script never holds it)."""
     try:
         if spec.get("private_mounts"):
+            started = time.perf_counter()
             private_mounts(spec, report)
+            _spent(report, "mounts", started)
         confine_child(spec, report)
         script = os.fork()
     except BaseException as exc:  # noqa: BLE001
@@ -378,7 +388,9 @@ def main(argv):
               "cgroup_held": bool(spec.get("cgroup_procs")) and not cgroup}
     if spec.get("private_mounts"):
         try:
+            started = time.perf_counter()
             _unshare(CLONE_NEWNS)
+            _spent(report, "mountns", started)
             report["mountns"] = True
         except OSError as exc:
             report["mountns"], report["mountns_error"] = False, exc.strerror or str(exc)
