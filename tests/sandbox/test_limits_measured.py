@@ -39,6 +39,9 @@ TMP_SIZE = 64 * MIB
 WORKSPACE_SIZE = 128 * MIB
 SHM_SIZE = 16 * MIB
 OUTPUT_CAP = 1 * MIB
+STDIN_CAP = 32 * MIB
+ARTIFACT_FILES = 100
+ARTIFACT_CAP = 16 * MIB
 
 # Reads what the container enforces on itself and prints it, then waits so the test can inspect the
 # same container from the engine while it still exists (it removes itself when it stops).
@@ -387,3 +390,30 @@ def test_default_output_cap_keeps_one_mib_of_each_stream(docker_backend, make_sk
     assert result.stdout_truncated and result.stderr_truncated
     kept = (len(re.match("o*", result.stdout).group()), len(re.match("e*", result.stderr).group()))
     assert kept == (OUTPUT_CAP, OUTPUT_CAP), kept  # then the visible cut mark
+
+
+def test_default_stdin_cap_is_32_mib(docker_backend, make_skill):
+    from ipyskills.errors import SandboxError
+
+    skill = make_skill({"scripts/count.py": "import sys\nprint(len(sys.stdin.buffer.read()))\n"}, name="counter")
+    with pytest.raises(SandboxError, match="over the 33,554,432 byte cap"):  # refused before any container
+        registry(skill, pool_size=0).run("counter", "scripts/count.py", stdin=b"x" * (STDIN_CAP + 1))
+    request = default_request(skill, "scripts/count.py")
+    request.stdin = b"x" * STDIN_CAP
+    result = DockerBackend(image=docker_backend.image).run(request)
+    assert result.stdout == f"{STDIN_CAP}\n", result.stderr
+
+
+def test_default_artifact_caps_are_100_files_and_16_mib(docker_backend, make_skill):
+    many = "import os\nfor i in range(101):\n    open(os.path.join(os.environ['IPYSKILLS_OUTPUT'], f'f{i:03}'), 'w').write('x')\n"
+    big = ("import os\nfor i in range(17):\n"
+           "    open(os.path.join(os.environ['IPYSKILLS_OUTPUT'], f'm{i:02}'), 'wb').write(b'm' * 1048576)\n")
+    skill = make_skill({"scripts/many.py": many, "scripts/big.py": big}, name="writer")
+    backend = DockerBackend(image=docker_backend.image)
+    result = backend.run(default_request(skill, "scripts/many.py"))
+    assert result.exit_code == 0, result.stderr
+    assert len(result.artifacts) == ARTIFACT_FILES and result.artifacts_truncated, len(result.artifacts)
+    result = backend.run(default_request(skill, "scripts/big.py"))
+    assert result.exit_code == 0, result.stderr
+    returned = sum(len(a.data) for a in result.artifacts if a.data is not None)
+    assert returned == ARTIFACT_CAP and result.artifacts_truncated, (returned, result.artifacts_note)
