@@ -137,7 +137,7 @@ def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log
         log(f"resolving {len(specs)} requirement(s) for {target.describe()} with uv")
         code, lines = _run_uv(cmd, tmp, log, "resolving")
         if code != 0:
-            message, no_wheel = _compile_error(lines, specs, target, code)
+            message, no_wheel = _compile_error(lines, specs, target, code, pinned=lock_names(constraints))
             raise NoWheel(message, no_wheel) if no_wheel else ProvisionError(message)
         lock = Path(tmp, "requirements.lock").read_text()
     return lock
@@ -297,10 +297,18 @@ class NoWheel(ProvisionError):
         self.name = name
 
 
-def _compile_error(lines: list[str], specs: list[str], target: Target, code: int) -> tuple[str, str]:
-    """(message, name of the distribution without a wheel, or '')."""
+def _compile_error(lines: list[str], specs: list[str], target: Target, code: int,
+                   pinned: dict[str, str] | None = None) -> tuple[str, str]:
+    """(message, name of the distribution without a wheel, or ''). `pinned`: the constraints' versions."""
     text = "\n".join(lines)
     wanted = ", ".join(specs)
+    # uv says "has no usable wheels" about old versions too when the new ones (which have wheels) clash
+    # with a pinned package: that is a conflict, and building the old sdist would not be the fix.
+    clash = [f"{name}=={version}" for name, version in (pinned or {}).items()
+             if re.search(rf"(?<![\w.-]){re.escape(name)}=={re.escape(version)}(?![\w.])", text, re.IGNORECASE)]
+    if clash and "depends on" in text and "No solution found" in text:
+        return (f"the requirements cannot be satisfied together ({wanted}) with what is already pinned "
+                f"({', '.join(clash)}): {_causes(lines)}. Loosen or change the pins that conflict"), ""
     if any(m in text for m in _NET_MARKERS) or "not found in the cache" in text:
         where = ""
         m = re.search(r"Failed to fetch: (\S+)", text)

@@ -357,3 +357,17 @@ def test_missing_build_dependencies_are_read_from_builds_report():
              "\thatch-vcs -> hatchling\n"
     assert _missing_dependencies(report) == ["setuptools_scm>=8", "hatch-vcs"]
     assert _missing_dependencies("ERROR Backend subprocess exited\n") == []
+
+
+@needs_index
+@pytest.mark.slow
+def test_old_versions_without_wheels_and_new_ones_that_clash_is_a_conflict_not_a_missing_wheel(no_temp_left):
+    # bioservices <= 1.11.2 publish only sdists; 1.12.0 has a wheel but needs wrapt < 2, which is pinned here
+    # (as the sandbox image pins it): the cure is another pin, not building an old sdist.
+    with pytest.raises(ProvisionError) as exc:
+        compile_lock(["bioservices<=1.12.0"], IMAGE, constraints="wrapt==2.5.2\n", log=quiet)
+    assert not isinstance(exc.value, wheels.NoWheel)
+    msg = str(exc.value)
+    assert msg.startswith("the requirements cannot be satisfied together (bioservices<=1.12.0) with what is "
+                          "already pinned (wrapt==2.5.2)")
+    assert "depends on wrapt" in msg

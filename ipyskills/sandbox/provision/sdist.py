@@ -71,7 +71,7 @@ def resolve_with_sdists(specs: list[str], target: Target, *, constraints: str, w
         try:
             return compile_lock(specs, target, constraints=constraints, log=log, find_links=str(wheel_dir))
         except NoWheel as exc:
-            name = normalize(exc.name)
+            name = normalize(re.split(r"[\s<>=!~;\[(]", exc.name.strip(), maxsplit=1)[0])  # "x==1.0" -> "x"
             if name in built:  # the wheel we built does not fit the target (e.g. a C extension for another ABI)
                 raise
             built.add(name)
