@@ -94,7 +94,7 @@ def test_example_notebook_as_uid_1000_on_the_local_backend(path, user_python, us
     executed = user_folder / "out" / path.name
     done = subprocess.run([str(user_python), "-c", DRIVER, str(REPO / "scripts" / "run_notebooks.py"),
                            str(user_folder / "examples" / path.name), str(executed)],
-                          capture_output=True, text=True, timeout=900, check=False,
+                          capture_output=True, text=True, timeout=500, check=False,
                           **helpers.as_user(env=env))
     assert done.returncode == 0, done.stderr[-3000:]
     error = json.loads(done.stdout.strip().splitlines()[-1])["error"]
