@@ -40,6 +40,7 @@ WORKSPACE_SIZE = 128 * MIB
 SHM_SIZE = 16 * MIB
 OUTPUT_CAP = 1 * MIB
 STDIN_CAP = 32 * MIB
+INPUT_CAP = 64 * MIB
 ARTIFACT_FILES = 100
 ARTIFACT_CAP = 16 * MIB
 
@@ -417,3 +418,19 @@ def test_default_artifact_caps_are_100_files_and_16_mib(docker_backend, make_ski
     assert result.exit_code == 0, result.stderr
     returned = sum(len(a.data) for a in result.artifacts if a.data is not None)
     assert returned == ARTIFACT_CAP and result.artifacts_truncated, (returned, result.artifacts_note)
+
+
+def test_default_input_cap_is_64_mib(docker_backend, make_skill, tmp_path):
+    from ipyskills.errors import SandboxError
+
+    skill = make_skill({"scripts/size.py": "import os\nprint(os.path.getsize('data.bin'))\n"}, name="sizer")
+    data = tmp_path / "data.bin"
+    with open(data, "wb") as fh:  # sparse: no disk used on the host
+        fh.truncate(INPUT_CAP + 1)
+    reg = registry(skill, pool_size=0)
+    with pytest.raises(SandboxError, match="more than the 67,108,864 byte cap"):  # before any container
+        reg.run("sizer", "scripts/size.py", inputs=[data])
+    with open(data, "r+b") as fh:
+        fh.truncate(INPUT_CAP)
+    result = reg.run("sizer", "scripts/size.py", inputs=[data])
+    assert result.stdout == f"{INPUT_CAP}\n", result.stderr
