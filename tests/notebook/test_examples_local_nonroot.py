@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -92,12 +93,19 @@ def test_example_notebook_as_uid_1000_on_the_local_backend(path, user_python, us
            "TMPDIR": str(user_folder / "tmp"), "IPYTHONDIR": str(user_folder / "home" / ".ipython"),
            "IPYSKILLS_BACKEND": "local", "LANG": "C.UTF-8", **_network_settings()}
     executed = user_folder / "out" / path.name
-    done = subprocess.run([str(user_python), "-c", DRIVER, str(REPO / "scripts" / "run_notebooks.py"),
-                           str(user_folder / "examples" / path.name), str(executed)],
-                          capture_output=True, text=True, timeout=500, check=False,
-                          **helpers.as_user(env=env))
-    assert done.returncode == 0, done.stderr[-3000:]
-    error = json.loads(done.stdout.strip().splitlines()[-1])["error"]
+    # A session of its own, so a hang ends with the kernel too (it is the driver's grandchild).
+    driver = subprocess.Popen([str(user_python), "-c", DRIVER, str(REPO / "scripts" / "run_notebooks.py"),
+                               str(user_folder / "examples" / path.name), str(executed)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                              **helpers.as_user(env=env))
+    try:
+        stdout, stderr = driver.communicate(timeout=500)
+    except subprocess.TimeoutExpired:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.communicate()
+        pytest.fail(f"{path.name} did not finish in 500 s as uid 1000")
+    assert driver.returncode == 0, stderr[-3000:]
+    error = json.loads(stdout.strip().splitlines()[-1])["error"]
 
     import nbformat
 
