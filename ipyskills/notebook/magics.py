@@ -74,7 +74,7 @@ def parse(magic, line: str) -> argparse.Namespace:
     `-h`/`--help` among the magic's own options prints its help (raising HelpShown); after the words that
     go to a script (%%skill_run's ARGS) they are the script's. A mistyped option gets a "did you mean"."""
     try:
-        argv = shlex.split(line)
+        argv = shlex.split(strip_comment(line))
     except ValueError as exc:
         raise UsageError(f"{exc} in {line!r}; close the quote or escape it") from None
     parser = magic.parser
@@ -85,6 +85,26 @@ def parse(magic, line: str) -> argparse.Namespace:
         return parser.parse_args(argv)
     except UsageError as exc:
         raise UsageError(str(exc) + _option_hint(parser, str(exc))) from None
+
+
+def strip_comment(line: str) -> str:
+    """`line` without a trailing `# comment`, as a shell reads it: a `#` starting a word, outside quotes
+    (so `%skills add ./x   # why` works as written in the README; `"#tag"` and `a#b` stay words)."""
+    quote, escaped, word_start = None, False, True  # word_start: the last character ended a word
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped, word_start = False, False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote, word_start = ch, False
+        elif ch == "#" and word_start:
+            return line[:i]
+        else:
+            word_start = ch.isspace()
+    return line
 
 
 def _own_words(parser, argv: list[str]) -> list[str]:

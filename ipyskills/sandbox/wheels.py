@@ -318,7 +318,10 @@ def _compile_error(lines: list[str], specs: list[str], target: Target, code: int
         reason = ("uv is offline and its cache does not hold them" if offline
                   else f"no package index could be reached{where}")
         return f"cannot resolve {wanted}: {reason}; {_index_hint()}, then try again", ""
-    m = re.search(r"Wheels are required for `([^`]+)`", text)
+    # the deepest culprit first ("Because deeptoolsintervals>=0.1.8 has no usable wheels and deeptools
+    # depends on it"), then uv's hint, which names what was asked for
+    m = re.search(r"Because (?:all versions of )?([A-Za-z0-9][A-Za-z0-9._-]*)\S* (?:has|have) no usable wheels",
+                  text) or re.search(r"Wheels are required for `([^`]+)`", text)
     abi = re.search(r"only found wheels for `([^`]+)`[^\n]*with the following (Python ABI|platform) tags", text)
     if m or abi or "have no usable wheels" in text:
         name = (m or abi).group(1) if (m or abi) else _first_name(text) or wanted

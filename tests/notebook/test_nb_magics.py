@@ -219,3 +219,17 @@ def test_did_you_mean_for_commands_and_options(ip):
         ip.run_line_magic("skills", "--fitler x")
     with pytest.raises(UsageError, match="did you mean --raw"):
         ip.run_line_magic("skill_load", "hello --rwa")
+
+
+def test_a_trailing_comment_is_not_an_argument(ip, workdir):
+    # As written in the README: `%skills add ./my-skills   # another root`.
+    from ipyskills.notebook.magics import strip_comment
+
+    (workdir / "more" / "extra").mkdir(parents=True)
+    (workdir / "more" / "extra" / "SKILL.md").write_text("---\nname: extra\ndescription: More.\n---\nBody\n")
+    ip.run_line_magic("skills", "add ./more   # another root")
+    assert "extra" in ip.run_line_magic("skills", "   # catalog table").names
+    # Quoted, inside a word, or after an escaped space, '#' is part of the argument (as in a shell).
+    result = ip.run_line_magic("skill_run", '--backend local hello scripts/hi.py "#tag" a#b x\\ #y  # why')
+    assert result.args == ["#tag", "a#b", "x #y"], result.args
+    assert strip_comment("# only a comment") == "" and strip_comment("'#' # c") == "'#' "

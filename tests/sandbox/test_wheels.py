@@ -371,3 +371,13 @@ def test_old_versions_without_wheels_and_new_ones_that_clash_is_a_conflict_not_a
     assert msg.startswith("the requirements cannot be satisfied together (bioservices<=1.12.0) with what is "
                           "already pinned (wrapt==2.5.2)")
     assert "depends on wrapt" in msg
+
+
+@needs_index
+@pytest.mark.slow
+def test_a_dependency_without_a_wheel_is_the_one_named(no_temp_left):
+    # deeptools 3.5.6 publishes a wheel, but its dependency deeptoolsintervals publishes only an sdist
+    with pytest.raises(wheels.NoWheel) as exc:
+        compile_lock(["deeptools==3.5.6"], IMAGE, log=quiet)
+    assert exc.value.name == "deeptoolsintervals"
+    assert str(exc.value).startswith("deeptoolsintervals has no wheel for CPython 3.11")
