@@ -321,6 +321,14 @@ def test_run_request_refuses_escaping_symlinked_script(reg, root, tmp_path):
         reg.run_request("skill-dir", "scripts/evil.py")
 
 
+def test_run_request_refuses_a_script_under_a_folder_linked_out(reg, root, tmp_path):
+    # Another input class than the linked file above: the folder on the path is the link.
+    write(tmp_path / "elsewhere" / "tool.py", "print('outside')")
+    os.symlink(tmp_path / "elsewhere", root / "skill-dir" / "tools", target_is_directory=True)
+    with pytest.raises(SandboxError, match="script path refused: 'tools/tool.py' escapes skill directory"):
+        reg.run_request("skill-dir", "tools/tool.py")
+
+
 def test_run_request_with_an_overlong_script_name_is_a_sandbox_error(reg):
     # The OS refuses a path component over NAME_MAX (ENAMETOOLONG); that is the caller's mistake.
     with pytest.raises(SandboxError, match="no file"):

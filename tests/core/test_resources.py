@@ -266,3 +266,25 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_still_refused(tmp_pat
     with pytest.raises(ResourceError, match="escapes skill directory") as info:
         resources.read_resource_text(skill, "refs/secret.txt")
     assert "TOP-SECRET" not in str(info.value)
+
+
+def test_resolve_in_skill_confines_every_kind_of_link(tmp_path):
+    # resolve_in_skill on its own (the read path checks the opened file again, which would hide a break
+    # here): links out by folder, dangling, absolute, or to the root itself, under a skill reached by a link.
+    outside = tmp_path / "outside"
+    write(outside / "x.py", "print('outside')")
+    real = tmp_path / "real-skill"
+    write(real / "scripts" / "ok.py", "print('inside')")
+    (real / "out-dir").symlink_to(outside, target_is_directory=True)
+    (real / "scripts" / "dangling.py").symlink_to(outside / "not-there-yet.py")
+    (real / "system").symlink_to("/etc", target_is_directory=True)
+    (real / "here").symlink_to(".", target_is_directory=True)
+    skill = tmp_path / "linked-skill"
+    skill.symlink_to(real, target_is_directory=True)
+    for rel in ("out-dir/x.py", "out-dir", "scripts/dangling.py", "system/passwd", "here/../outside/x.py"):
+        with pytest.raises(ResourceError, match="escapes skill directory"):
+            R.resolve_in_skill(skill, rel)
+    inside = real.resolve() / "scripts" / "ok.py"
+    assert R.resolve_in_skill(skill, "scripts/ok.py") == inside
+    assert R.resolve_in_skill(skill, "here/here/scripts/ok.py") == inside
+    assert R.resolve_in_skill(skill, "here") == real.resolve()
