@@ -47,7 +47,8 @@ from .display import (
 SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent", "deps", "eval",
                    "budget")
 ALL_SKILLS = "*"  # `--allow '*'` lifts the session's allow-list (not a valid skill name, so unambiguous)
-_AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled", "agent_client", "agent_model", "eval_parallel")
+_AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled", "agent_inputs", "agent_client", "agent_model",
+                 "eval_parallel")
 _IMAGE_PREFIX = "image/"
 
 
@@ -164,6 +165,8 @@ class IPySkills(IPySkillsConfig, Magics):
                           ).tag(config=True)
     agent_enabled = List(Unicode(), help="Skills shown to the agent although their SKILL.md sets "
                          "disable-model-invocation. Also: %skills agent --enable a,b").tag(config=True)
+    agent_inputs = Unicode("", help="A folder whose files the agent may hand to scripts (execute_skill_script's "
+                           "inputs, named relative to it; nothing outside it). Empty: no files.").tag(config=True)
 
     def __init__(self, shell=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
@@ -395,7 +398,8 @@ class IPySkills(IPySkillsConfig, Magics):
         # Names set through config may be folder names; the view filters on skill names.
         known = self._known
         allow = None if allow is None else known(allow)
-        view = self._call(reg.for_agent, allow, known(self.agent_disabled), track_activations=conversation)
+        view = self._call(reg.for_agent, allow, known(self.agent_disabled), track_activations=conversation,
+                          inputs_dir=self.agent_inputs or None)
         for name in known(self.agent_enabled):
             if name in reg and (view.allow is None or name in view.allow):
                 view.enable(name)  # an enable for a skill that is gone, or not allowed, has no effect

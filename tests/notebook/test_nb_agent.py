@@ -346,3 +346,23 @@ def test_skill_call_completes_tool_names(ip):
     assert complete("%%skill_call re") == ["read_skill"]
     assert complete("%%skill_call --allow hello -o r ex") == ["execute_skill_script"]
     assert "hello" not in complete("%%skill_call read_skill he")  # the cell holds the arguments
+
+
+def test_agent_inputs_folder_from_config(ip, workdir, local, cell):
+    """%config IPySkills.agent_inputs names the folder; tools offer `inputs`; replays stay inside it."""
+    write(workdir / "skills" / "hello" / "scripts" / "cat.py", "import sys\nprint(open(sys.argv[1]).read())\n")
+    write(workdir / "for-agent" / "notes.txt", "INPUT-NOTES")
+    write(workdir / "private.txt", "PRIVATE")
+    no_inputs = ip.run_line_magic("skills", "tools")
+    assert '"inputs"' not in json.dumps(list(no_inputs))
+    ip.run_line_magic("config", "IPySkills.agent_inputs = 'for-agent'")
+    assert "inputs" in ip.run_line_magic("skills", "tools")[1]["function"]["parameters"]["properties"]
+    ok = call(ip, "execute_skill_script", json.dumps({"skill_name": "hello", "script_path": "scripts/cat.py",
+                                                      "args": ["notes.txt"], "inputs": ["notes.txt"]}))
+    assert not ok.result.is_error and "INPUT-NOTES" in ok.result.text, ok.result.text
+    out = call(ip, "execute_skill_script", json.dumps({"skill_name": "hello", "script_path": "scripts/cat.py",
+                                                       "args": ["private.txt"], "inputs": ["../private.txt"]}))
+    assert out.result.is_error and "contains '..'" in out.result.text and "PRIVATE" not in out.result.text
+    ip.run_line_magic("config", "IPySkills.agent_inputs = 'nowhere'")
+    _, printed = cell("%skills tools")
+    assert "inputs_dir 'nowhere' is not an existing folder" in printed and "Traceback" not in printed
