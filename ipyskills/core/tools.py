@@ -700,6 +700,10 @@ def _inputs_folder(value) -> Path | None:
     if not folder.is_dir():
         raise ConfigError(f"inputs_dir {os.fspath(value)!r} is not an existing folder; create it, or give the "
                           "folder whose files the agent may pass to scripts")
+    # Everything under it is the model's to read: the whole disk or a home directory is never that.
+    if folder.resolve() in (Path(folder.anchor), Path.home().resolve()):
+        raise ConfigError(f"inputs_dir {os.fspath(value)!r} would give the agent every file under "
+                          f"{folder.resolve()}; make a folder holding only the files it may read")
     return folder
 
 

@@ -158,6 +158,9 @@ def test_the_application_must_name_a_real_folder(reg, tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="not an existing folder"):
         reg.for_agent(inputs_dir=tmp_path / "file")
+    for too_wide in ("/", "~"):  # everything in it would be the model's to read
+        with pytest.raises(ConfigError, match="would give the agent every file"):
+            AgentView(reg, inputs_dir=too_wide)
 
 
 def test_run_agent_passes_an_inputs_folder(reg, inputs):
