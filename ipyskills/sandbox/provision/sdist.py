@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import re
+import shutil
 import socket
 import tarfile
 import tempfile
@@ -45,6 +45,7 @@ BUILD_MEMORY = "1g"
 BUILD_PIDS = 256
 BUILD_CPUS = 1.0
 MAX_SDIST_BYTES = 100 * 1024**2
+MAX_WHEEL_BYTES = 1024**3  # what a build may hand back
 MAX_ROUNDS = 6  # resolve rounds: each may find one more sdist-only distribution (a dependency of the last)
 DEFAULT_BUILD_REQUIRES = ["setuptools>=40.8.0"]  # PEP 517's fallback for an sdist without [build-system]
 LABEL_SDIST_BUILD = "ipyskills.sdist-build"  # on build containers: the distribution being built
@@ -72,8 +73,12 @@ def resolve_with_sdists(specs: list[str], target: Target, *, constraints: str, w
             return compile_lock(specs, target, constraints=constraints, log=log, find_links=str(wheel_dir))
         except NoWheel as exc:
             name = normalize(re.split(r"[\s<>=!~;\[(]", exc.name.strip(), maxsplit=1)[0])  # "x==1.0" -> "x"
-            if name in built:  # the wheel we built does not fit the target (e.g. a C extension for another ABI)
-                raise
+            if name in built:  # the wheel we built does not fit (e.g. another version is needed, or another ABI)
+                made = ", ".join(sorted(p.name for p in wheel_dir.glob("*.whl")))
+                raise ProvisionError(f"{name} was built from its source distribution ({made}), but the "
+                                     f"resolve still finds no wheel of it that fits: pin the version of {name} "
+                                     f"that the other requirements allow. uv: {str(exc).split(' uv: ', 1)[-1]}"
+                                     ) from None
             built.add(name)
             log(f"dependencies: {name} has no wheel; building it from its source distribution "
                 "(allow_sdist) in a throwaway container with the network off")
@@ -320,8 +325,6 @@ def _build_tools(requires: list[str], name: str, log: Log) -> Path:
     try:
         install_target(lock, tools / "site", target, log=log)
     except BaseException:
-        import shutil
-
         shutil.rmtree(tools, ignore_errors=True)
         raise
     return tools
@@ -331,8 +334,6 @@ def _run_build(client, image, sdist: Path, tools: Path, name: str, out_dir: Path
                timeout: float) -> tuple[int | None, str, Path | None]:
     """One build container: (exit code, its output, the wheel copied to out_dir or None). The container
     and the `tools` folder are removed whatever happens."""
-    import shutil
-
     import docker.errors
 
     from ..docker import backend as docker_backend
@@ -356,7 +357,8 @@ def _run_build(client, image, sdist: Path, tools: Path, name: str, out_dir: Path
                          "SOURCE_DATE_EPOCH": "315532800"},
             labels=labels, host_config=host_config)
         container = api.create_container_from_config(config)["Id"]
-        api.put_archive(container, "/", archive)
+        with open(archive, "rb") as stream:
+            api.put_archive(container, "/", stream)
         t0 = time.monotonic()
         log(f"  building {sdist.name} (network off, uid 1000, {BUILD_MEMORY} memory, {timeout:.0f} s at most)")
         api.start(container)
@@ -406,32 +408,45 @@ def _wait(api, container: str, timeout: float) -> int | None:
                 raise
 
 
-def _context_archive(sdist: Path, tools: Path) -> bytes:
-    """A tar of /build (in/<sdist>, tools/, out/, src/) owned by uid 1000, for put_archive."""
-    buf = io.BytesIO()
+def _context_archive(sdist: Path, tools: Path) -> Path:
+    """A tar of /build (in/<sdist>, tools/site, out/, src/) owned by uid 1000, for put_archive. Written to a
+    file in `tools` (removed with it), not memory: a backend may ask for big build requirements."""
+    path = tools / "context.tar"
 
     def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.uid = info.gid = 1000
         info.uname = info.gname = ""
         return info
 
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for folder in ("build", "build/in", "build/out", "build/src"):
+    with tarfile.open(path, mode="w") as tar:
+        for folder in ("build", "build/in", "build/out", "build/src", "build/tools"):
             info = tarfile.TarInfo(folder)
             info.type, info.mode = tarfile.DIRTYPE, 0o755
             tar.addfile(owned(info))
         tar.add(sdist, arcname=f"build/in/{sdist.name}", filter=owned)
-        tar.add(tools, arcname="build/tools", filter=owned)
-    return buf.getvalue()
+        tar.add(tools / "site", arcname="build/tools/site", filter=owned)
+    return path
 
 
 def _copy_wheel(api, container: str, name: str, out_dir: Path) -> Path:
     """The one wheel of `name` in the container's /build/out, written to out_dir."""
+    stream, _stat = api.get_archive(container, "/build/out")
+    with tempfile.TemporaryFile() as spool:  # what the build wrote is untrusted: on disk, and capped
+        size = 0
+        for chunk in stream:
+            size += len(chunk)
+            if size > MAX_WHEEL_BYTES:
+                raise ProvisionError(f"the build of {name} wrote more than {MAX_WHEEL_BYTES // 1024**2} MB to "
+                                     "its output folder; refusing it")
+            spool.write(chunk)
+        spool.seek(0)
+        return _wheel_from(tarfile.open(fileobj=spool), name, out_dir)
+
+
+def _wheel_from(tar: tarfile.TarFile, name: str, out_dir: Path) -> Path:
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-    stream, _stat = api.get_archive(container, "/build/out")
-    data = b"".join(stream)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+    with tar:
         for member in tar:
             base = os.path.basename(member.name)
             if not (member.isfile() and base.endswith(".whl")):
@@ -444,6 +459,7 @@ def _copy_wheel(api, container: str, name: str, out_dir: Path) -> Path:
                 continue
             out_dir.mkdir(parents=True, exist_ok=True)
             path = out_dir / base
-            path.write_bytes(tar.extractfile(member).read())
+            with tar.extractfile(member) as src, open(path, "wb") as dst:
+                shutil.copyfileobj(src, dst)
             return path
     raise ProvisionError(f"the build of {name} finished but made no wheel named for {name}")
