@@ -24,9 +24,10 @@ numbers before and after dependency provisioning. Sequential (one run at a time)
 
     python scripts/try_published.py /tmp/published/anthropics-skills ... [--json OUT] [--limit N]
         [--deps auto|declared|off] [--timeout 30] [--skill NAME]... [--no-guard] [--image TAG]
-        [--workdir workspace|skill]
+        [--workdir workspace|skill] [--allow-sdist]
 
-`--workdir skill` runs every script the old way (working directory = the read-only skill, script path
+`--allow-sdist` lets provisioning build packages that publish no wheel from their sdists (in a throwaway
+network-off container), to count what the opt-in adds. `--workdir skill` runs every script the old way (working directory = the read-only skill, script path
 relative to it) instead of the default writable workspace with the script called by its path in the skill,
 so the two layouts can be compared on the same scripts.
 """
@@ -187,12 +188,12 @@ def try_script(reg, name: str, script: str, *, timeout: float, deps: str | None,
 
 
 def survey(collections: list[Path], *, limit: int | None, timeout: float, deps: str | None, guard: bool,
-           only: set[str], image: str | None = None, out=sys.stdout) -> dict:
+           only: set[str], image: str | None = None, allow_sdist: bool = False, out=sys.stdout) -> dict:
     from ipyskills import SkillRegistry
     from ipyskills.settings import Settings
 
     settings = Settings(default_roots=False, bundled_skills=False, backend="docker", timeout=timeout,
-                        pool_size=0, guard=guard)
+                        pool_size=0, guard=guard, allow_sdist=allow_sdist)
     if image:  # a configured image is used as is: no switch to a profile image
         settings = settings.with_overrides(image=image)
     results = []
@@ -317,6 +318,8 @@ def main(argv=None) -> int:
                                         "switched to a profile image such as office when a skill needs it)")
     parser.add_argument("--workdir", choices=("workspace", "skill"), default="workspace",
                         help="the run's working directory: the writable workspace (default) or the skill")
+    parser.add_argument("--allow-sdist", action="store_true",
+                        help="build packages without a wheel from their sdists (in a network-off container)")
     args = parser.parse_args(argv)
     if args.workdir == "skill":
         from ipyskills.sandbox import runner
@@ -340,7 +343,7 @@ def main(argv=None) -> int:
         if not folder.is_dir():
             parser.error(f"not a folder: {folder}")
     data = survey(args.collections, limit=args.limit, timeout=args.timeout, deps=args.deps,
-                  guard=not args.no_guard, only=set(args.skill), image=args.image)
+                  guard=not args.no_guard, only=set(args.skill), image=args.image, allow_sdist=args.allow_sdist)
     print_tables(data)
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
