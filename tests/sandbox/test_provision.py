@@ -417,3 +417,19 @@ def test_local_backend_with_the_opt_in_builds_in_a_container_and_caches_the_fold
     sites = [p for p in (cache_dir / "sites").iterdir() if not p.name.startswith(".")]
     assert len(sites) == 1 and (sites[0] / "docopt.py").is_file()
     assert build_containers(docker_backend.client()) == []
+
+
+def test_the_opt_in_without_a_docker_engine_says_the_build_needs_one(tmp_path, monkeypatch):
+    """The local backend builds sdists in a container too: with no engine answering, one clear error."""
+    from ipyskills.errors import ProvisionError
+    from ipyskills.sandbox.provision.sdist import engine_builder
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    build = engine_builder("ipyskills-sandbox:latest", log=lambda _line: None)
+    with pytest.raises(ProvisionError) as caught:
+        build(tmp_path / "docopt-0.6.2.tar.gz", "docopt", tmp_path / "out")
+    message = str(caught.value)
+    assert message.startswith("docopt has no wheel, and building it from its source distribution (allow_sdist) "
+                              "needs a Docker engine, which does not answer")
+    assert "never on this machine" in message and "DOCKER_HOST" in message
+    assert not (tmp_path / "out").exists()

@@ -265,14 +265,18 @@ def docker_builder(client, image: str, *, log: Log = print, timeout: float = BUI
 def engine_builder(image: str, *, log: Log = print, timeout: float = BUILD_TIMEOUT):
     """A builder for the local backend: connects to the Docker engine only when a build is needed."""
     def build(sdist: Path, name: str, out_dir: Path) -> Path:
+        from ..docker import client as docker_client
         from ..docker.backend import shared_client
 
         try:
             client = shared_client()
-        except SandboxError as exc:
+            client.ping()
+        except (SandboxError, *docker_client.engine_errors()) as exc:
             raise ProvisionError(f"{name} has no wheel, and building it from its source distribution "
-                                 f"(allow_sdist) needs a Docker engine: the build runs in a throwaway "
-                                 f"container, never on this machine ({exc})") from None
+                                 f"(allow_sdist) needs a Docker engine, which does not answer "
+                                 f"({docker_client.short(exc)}): the build runs in a throwaway container, "
+                                 "never on this machine. Start Docker (or set DOCKER_HOST), or pick a "
+                                 f"package with a wheel") from None
         return build_wheel(client, image, sdist, name, out_dir, log=log, timeout=timeout)
     return build
 
