@@ -433,3 +433,18 @@ def test_the_opt_in_without_a_docker_engine_says_the_build_needs_one(tmp_path, m
                               "needs a Docker engine, which does not answer")
     assert "never on this machine" in message and "DOCKER_HOST" in message
     assert not (tmp_path / "out").exists()
+
+
+def test_allow_sdist_is_off_by_default_and_reaches_the_run_request_from_each_place(make_skill):
+    from ipyskills.notebook.config import IPySkillsConfig
+
+    skill = make_skill({"scripts/x.py": "print(1)\n"}, name="opt-in")
+    assert Settings().allow_sdist is False
+    assert registry(skill).run_request("opt-in", "scripts/x.py").allow_sdist is False
+    assert registry(skill, allow_sdist=True).run_request("opt-in", "scripts/x.py").allow_sdist is True
+    assert Settings.from_env({"IPYSKILLS_ALLOW_SDIST": "1"}).allow_sdist is True
+    with pytest.raises(SkillError, match="IPYSKILLS_ALLOW_SDIST"):
+        Settings.from_env({"IPYSKILLS_ALLOW_SDIST": "sometimes"})
+    config = IPySkillsConfig()
+    config.allow_sdist = True  # %config IPySkills.allow_sdist = True
+    assert config.settings().allow_sdist is True
