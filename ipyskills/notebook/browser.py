@@ -173,12 +173,21 @@ class SkillBrowser(w.VBox):
         if self.magics is not None:
             options = {"backend": self.magics.sandbox_backend, "timeout": self.magics.timeout,
                        "memory": self.magics.memory, "network": self.magics.network, "guard": self.magics.guard}
+        from ..errors import RunInterrupted
+        from .interrupts import shield_repeated_interrupts
+
         self.run_button.disabled = True
         try:
-            result = self.registry.run(self.skills.value, self.script.value, args=args, stdin=self.stdin.value,
-                                       **options)
+            with shield_repeated_interrupts():  # as %%skill_run: only the first Ctrl-C counts
+                result = self.registry.run(self.skills.value, self.script.value, args=args,
+                                           stdin=self.stdin.value, **options)
         except SkillError as exc:
             self.output.append_stderr(f"{type(exc).__name__}: {exc}\n")
+            return
+        except RunInterrupted as stop:  # the output so far and one line, not a traceback in the log
+            self.last_result = stop.result
+            self.output.append_display_data(display.Rich(stop.result))
+            self.output.append_stderr(stop.line() + "\n")
             return
         finally:
             self.run_button.disabled = False

@@ -96,3 +96,21 @@ def test_browse_function(ip):
 
     b = ipyskills.browse()
     assert "hello" in [v for _, v in b.skills.options]
+
+
+def test_an_interrupted_run_shows_the_output_so_far(browser, monkeypatch):
+    from ipyskills.errors import RunInterrupted
+    from ipyskills.sandbox.result import ExecuteResult
+
+    def interrupted(*args, **kwargs):
+        raise RunInterrupted(ExecuteResult(exit_code=None, stdout="tick 0\ntick 1\n", stderr="",
+                                           duration_ms=2500.0, backend="local", interrupted=True))
+
+    monkeypatch.setattr(browser.registry, "run", interrupted)
+    browser.skills.value = "hello"
+    browser.script.value = "scripts/hi.py"
+    browser.run_button.click()
+    shown, line = browser.output.outputs
+    assert "tick 1" in shown["data"]["text/plain"]
+    assert line["name"] == "stderr" and line["text"] == "interrupted after 2.5 s; sandbox removed\n"
+    assert browser.last_result.interrupted and not browser.run_button.disabled
