@@ -97,18 +97,23 @@ def cmd_run(args) -> int:
     apply_allow_sdist(reg, args)
     reg.settings = reg.settings.with_overrides(pool_size=0)  # one run, then exit: a warm pool only costs
     live = None if args.json else _live
-    try:
-        result = reg.run(
-            args.name, args.script, args=script_args, stdin=read_stdin(args.no_stdin, reg.settings.stdin_cap),
-            backend=args.backend, timeout=args.timeout, memory=args.memory, network=args.network,
-            guard=args.guard, deps=args.deps, progress=_progress, inputs=args.inputs, save_to=args.save,
-            on_output=live,
-        )
-    except RunInterrupted as stop:
-        if args.json:
-            print(json.dumps(stop.result.to_dict(), indent=2, ensure_ascii=False))
-        print(f"ipyskills: {stop.line()}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    from ..notebook.interrupts import shield_repeated_interrupts  # signal handling only, no IPython
+
+    # Ctrl-C pressed again while the first one's clean-up runs must not cut the sandbox removal short.
+    with shield_repeated_interrupts():
+        try:
+            result = reg.run(
+                args.name, args.script, args=script_args,
+                stdin=read_stdin(args.no_stdin, reg.settings.stdin_cap),
+                backend=args.backend, timeout=args.timeout, memory=args.memory, network=args.network,
+                guard=args.guard, deps=args.deps, progress=_progress, inputs=args.inputs, save_to=args.save,
+                on_output=live,
+            )
+        except RunInterrupted as stop:
+            if args.json:
+                print(json.dumps(stop.result.to_dict(), indent=2, ensure_ascii=False))
+            print(f"ipyskills: {stop.line()}", file=sys.stderr)
+            return EXIT_INTERRUPTED
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     for line in _notes(result):

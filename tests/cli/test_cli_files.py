@@ -68,3 +68,34 @@ def test_output_is_written_through_and_ctrl_c_exits_130(env):
     assert "tick 1\n" in out
     assert err.strip().splitlines()[-1].startswith("ipyskills: interrupted after ")
     assert err.strip().endswith("s; sandbox removed") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "local"])
+def test_ctrl_c_pressed_again_during_the_clean_up_changes_nothing(env, backend):
+    if backend == "docker":
+        from ipyskills.sandbox.docker.backend import DockerBackend
+
+        ready, reason = DockerBackend().readiness()
+        if not ready:
+            if os.environ.get("IPYSKILLS_REQUIRE_DOCKER") == "1":
+                pytest.fail(f"Docker is required here but not ready: {reason}")
+            pytest.skip(reason)
+    e, tmp = env
+    argv = cmd(tmp, "files-skill", "scripts/ticks.py", "200")
+    argv[argv.index("local")] = backend
+    proc = subprocess.Popen(argv, cwd=tmp, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    assert proc.stdout.readline() == "tick 0\n"
+    for gap in (0, 0.02, 0.05, 0.1, 0.2):  # as an impatient user presses it, to the whole process group
+        time.sleep(gap)
+        os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    # 130, or killed by a Ctrl-C that came after the run was over and ipyskills was exiting anyway.
+    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].startswith("ipyskills: interrupted after ")
+    assert err.strip().endswith("s; sandbox removed")
+    if backend == "docker":
+        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=ipyskills.pid={proc.pid}"],
+                              capture_output=True, text=True, timeout=30, check=False)
+        assert left.stdout.split() == [], left.stdout
