@@ -244,6 +244,8 @@ def _member_text(sdist: Path, basename: str) -> str | None:
                 return z.read(names[0]).decode(errors="replace") if names else None
         with tarfile.open(sdist, "r:*") as tar:
             for member in tar:
+                if member.offset_data > 1024**3:  # a compression bomb: the container's build will say more
+                    return None
                 if member.isfile() and member.name.count("/") == 1 and member.name.endswith("/" + basename):
                     if member.size > 1024**2:
                         return None
