@@ -56,6 +56,8 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".ip
 POOLED_SKILL_TMPFS = 2 * SKILL_COPY_CAP + 1024**2  # a pooled container does not know its skill's size yet
 IMAGE_CHECK_TTL = 60.0  # seconds a positive image check is trusted (a failed create also clears it)
 DEADLINE_GRACE = 2.0  # the launcher ends a run this long after the host's timeout, if the host has not
+ENGINE_GRACE = 30.0  # seconds past its timeout by which a run's engine calls must be done (see run())
+UNREPORTED_WAIT = 10.0  # seconds to wait for a container whose launcher never reported to be gone
 SHM_SIZE = 16 * 1024**2  # /dev/shm: a small noexec tmpfs (charged to the container's memory)
 SECCOMP_PROFILE = Path(__file__).parent / "seccomp.json"  # passed on every run (see the file's comment)
 _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
@@ -92,6 +94,8 @@ class DockerBackend:
         if skill_transfer not in ("auto", "mount", "copy"):
             raise SandboxError(f"skill_transfer must be auto, mount or copy, got {skill_transfer!r}")
         self.image = image or DEFAULT_IMAGE
+        if client is not None:
+            docker_client.bounded_calls(client)  # a client made elsewhere: bound its calls within runs too
         self._client = client
         self._probe = client
         self.skill_transfer = skill_transfer
@@ -142,6 +146,12 @@ class DockerBackend:
 
     # -- running ---------------------------------------------------------------------------------------
     def run(self, request) -> ExecuteResult:
+        # Every engine call of the run (create, attach, start, inspect, removal) times out by the run's
+        # timeout plus ENGINE_GRACE, so a stuck engine (a hung runc) ends it with a SandboxError then.
+        with docker_client.calls_end_by(time.monotonic() + request.limits.timeout + ENGINE_GRACE):
+            return self._run(request)
+
+    def _run(self, request) -> ExecuteResult:
         limits: Limits = request.limits
         argv = request.argv_at(WORKDIR)  # raises SandboxError for an unknown interpreter before anything starts
         check_stdin_size(request.stdin, limits)
@@ -149,6 +159,7 @@ class DockerBackend:
         in_workspace = getattr(request, "workdir", "workspace") != "skill"
         begun = time.monotonic()
         client = self.client()
+        # The ceiling of one call; run() bounds each call by the run's own deadline as well.
         client.api.timeout = max(docker_client.DEFAULT_TIMEOUT, int(limits.timeout) + 30)
         image = request.image or self.image
         pool = self.pool(client, image) if self.pool_size > 0 else None
@@ -205,7 +216,13 @@ class DockerBackend:
                 raise RunInterrupted(partial, removed) from None
             raise
         else:
-            remove_later(client, container_id)  # the result is known; its removal need not delay it
+            # The result is known; its removal need not delay it. Not redundant with AutoRemove: this call
+            # usually reaches the engine before the launcher has exited (measured: 19 of 20 runs), so it
+            # is what removes the container, and the engine does one removal either way. AutoRemove is
+            # for an owner that died (SIGKILL) with nobody left to call; this one also covers engines
+            # that ignore AutoRemove (API < 1.25, some Docker-compatible engines) and a launcher that
+            # reported but did not exit, and it takes the id off the tracked list.
+            remove_later(client, container_id)
         finally:
             if pool is not None:
                 pool.refill()  # after the run, so refilling does not compete with it
@@ -226,13 +243,15 @@ class DockerBackend:
     def _exchange(self, client, container_id: str, sock, payload: list, marker: bytes, limits: Limits,
                   started: float, request=None) -> ExecuteResult:
         """Send the job to the launcher, read the output and the report until the deadline."""
-        import docker.errors
-
         raw = getattr(sock, "_sock", sock)
         listen = getattr(request, "listener", lambda _stream: None)
         stdout = OutputBuffer(limits.output_cap, listen("stdout"))
         stderr = OutputBuffer(limits.output_cap, listen("stderr"))
         reader = _StreamReader(stdout, stderr, marker, trailer_cap(limits))
+        with contextlib.suppress(OSError, AttributeError):
+            # The socket came with the timeout of the call that attached it (a warm one: long before);
+            # the sender's sendall must be able to wait for a slow reader until the run's end.
+            raw.settimeout(limits.timeout + DEADLINE_GRACE)
         try:
             deadline = time.monotonic() + limits.timeout
             sender = threading.Thread(target=_send, args=(raw, payload), daemon=True)
@@ -250,6 +269,8 @@ class DockerBackend:
             wall_ms = (time.monotonic() - started) * 1000.0
         finally:
             with contextlib.suppress(OSError):
+                raw.shutdown(socket.SHUT_RDWR)  # wakes the sender if it is blocked in sendall; close would not
+            with contextlib.suppress(OSError):
                 sock.close()
         summary = reader.summary()
         if summary.get("deadline") is True:  # the launcher's own deadline ended the run first
@@ -261,22 +282,8 @@ class DockerBackend:
             exit_code = summary["exit"]
             kills = summary.get("oom_kills")
             oom = kills > 0 if isinstance(kills, int) else (exit_code == 137 and summary.get("signal") == 9)
-        else:  # the launcher never reported (e.g. it was killed): ask the engine
-            state = {}
-            try:
-                # The container removes itself once it stops (AutoRemove): wait for that, and inspect it
-                # only while it is still there.
-                with contextlib.suppress(docker.errors.NotFound):
-                    state = client.api.inspect_container(container_id).get("State", {})
-                try:
-                    exit_status = client.api.wait(container_id, timeout=max(5, int(deadline - time.monotonic()) + 5),
-                                                  condition="removed")
-                except docker.errors.NotFound:
-                    exit_status = {}
-            except (docker.errors.APIError, *docker_client.engine_errors()) as exc:
-                raise SandboxError(f"lost contact with the sandbox container: {docker_client.short(exc)}")
-            exit_code = exit_status.get("StatusCode", state.get("ExitCode") if not state.get("Running") else None)
-            oom = bool(state.get("OOMKilled")) or (exit_code == 137 and summary.get("signal") in (9, None))
+        else:  # the launcher never reported: ask the engine how the container ended
+            exit_code, oom = _unreported_end(client, container_id, started)
         artifacts = reader.artifacts(limits)
         error = summary.get("artifacts_error")
         return ExecuteResult(
@@ -289,6 +296,49 @@ class DockerBackend:
             artifacts_truncated=bool(reader.artifacts_note or error), artifacts_note=reader.artifacts_note,
             artifacts_error=str(error)[:500] if error else "",
         )
+
+
+def _unreported_end(client, container_id: str, started: float) -> tuple[int | None, bool]:
+    """(exit code, OOM-killed) of a container whose launcher never sent its report, when that is the
+    run's own end: its memory limit killed the launcher (e.g. when files in its tmpfs mounts, charged to
+    its memory, leave the launcher the largest process), or the report was cut short and the exit code is
+    still the script's. Raises SandboxError naming the engine when the engine went
+    away or ended the container: an engine stopped or restarted mid-run kills its containers (exit 137,
+    no OOM) or drops the attach stream (the launcher then exits 125), and none of that is the script's
+    result, nor an out-of-memory kill."""
+    import docker.errors
+
+    engine = docker_client.engine_name(client)
+    state, oom_events = {}, []
+    try:
+        # The container removes itself once it stops (AutoRemove): inspect it while it is still there,
+        # wait until it is gone, and ask the engine's event log whether it ran out of memory (that
+        # answer outlives the container).
+        with contextlib.suppress(docker.errors.NotFound):
+            state = client.api.inspect_container(container_id).get("State", {})
+        try:
+            exit_status = client.api.wait(container_id, timeout=UNREPORTED_WAIT, condition="removed")
+        except docker.errors.NotFound:
+            exit_status = {}
+        else:
+            _forget(container_id)
+        since = time.time() - (time.monotonic() - started) - 60  # the engine's clock may differ a little
+        oom_events = list(client.api.events(since=since, until=time.time(), decode=True,
+                                            filters={"container": container_id, "event": "oom"}))
+    except Exception as exc:  # noqa: BLE001 - engine gone, timed out, connection dropped: all the same here
+        raise SandboxError(f"the Docker engine at {engine} stopped answering during the run "
+                           f"({docker_client.short(exc)}); the script's result is lost: run it again once "
+                           "the engine answers") from None
+    exit_code = exit_status.get("StatusCode", state.get("ExitCode") if not state.get("Running") else None)
+    if state.get("OOMKilled") or oom_events:
+        return 137 if exit_code is None else exit_code, True
+    if exit_code in (None, 125, 137):
+        how = {125: "dropped its connection to the sandbox container",
+               137: "killed the sandbox container"}.get(exit_code, "lost the sandbox container")
+        raise SandboxError(f"the Docker engine at {engine} {how} before the run reported (the engine stopped or "
+                           "restarted, or the container was stopped from outside); the script's result is "
+                           "lost: run it again")
+    return exit_code, False
 
 
 def shared_client(probe: bool = False):
@@ -319,7 +369,9 @@ def _cleanup_quietly(client) -> None:
 
 
 def _endpoint_of(client) -> str:
-    return str(getattr(client.api, "base_url", ""))
+    # The engine as named by DOCKER_HOST: docker-py's base_url is "http+docker://localhost" for every unix
+    # socket, which would make two local engines (a private one, the shared one) one.
+    return docker_client.engine_name(client)
 
 
 def create_container(client, image: str, limits: Limits, *, skill_dir: Path | None = None,
@@ -385,14 +437,8 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
             _creating.discard(token)
             _lost[token] = client
         _heal_later(client)
-        if isinstance(exc, docker.errors.APIError):
-            raise SandboxError(f"Docker refused to create the sandbox container: {exc.explanation or exc}") from None
-        if isinstance(exc, docker_client.engine_errors()):
-            raise SandboxError(f"no Docker engine answers ({docker_client.short(exc)}): start the Docker engine "
-                               "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST") from None
         if isinstance(exc, Exception):
-            raise SandboxError(f"talking to the Docker engine failed while creating the sandbox container "
-                               f"({type(exc).__name__}: {docker_client.short(exc)}); try again") from None
+            raise _engine_failure(client, exc, "create the sandbox container") from None
         raise  # KeyboardInterrupt, SystemExit: the healer removes what was made
     with _live_lock:
         _creating.discard(token)
@@ -402,9 +448,8 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
 
 def start_attached(client, container_id: str):
     """Attach to the container's stdin/stdout/stderr, then start it; returns the attach socket.
-    On failure the container is removed and SandboxError raised."""
-    import docker.errors
-
+    On failure the container is removed (a container that never started does not remove itself: AutoRemove
+    acts when it stops) and SandboxError raised."""
     sock = None
     try:
         sock = client.api.attach_socket(
@@ -416,14 +461,28 @@ def start_attached(client, container_id: str):
             with contextlib.suppress(OSError):
                 sock.close()
         _remove(client, container_id)
-        if isinstance(exc, docker.errors.APIError):
-            raise SandboxError(f"Docker could not start the sandbox container: {exc.explanation or exc}") from None
-        if isinstance(exc, docker_client.engine_errors()):
-            raise SandboxError(f"lost contact with the Docker engine: {docker_client.short(exc)}") from None
         if isinstance(exc, Exception):
-            raise SandboxError(f"talking to the Docker engine failed while starting the sandbox container "
-                               f"({type(exc).__name__}: {docker_client.short(exc)}); try again") from None
+            raise _engine_failure(client, exc, "start the sandbox container") from None
         raise
+
+
+def _engine_failure(client, exc: Exception, doing: str) -> SandboxError:
+    """What a failed engine call becomes, naming the engine: refused, stuck (timed out), not answering,
+    or an unexpected error inside the client library."""
+    import docker.errors
+
+    engine, detail = docker_client.engine_name(client), docker_client.short(exc)
+    if isinstance(exc, docker.errors.APIError):
+        return SandboxError(f"the Docker engine at {engine} refused to {doing}: {exc.explanation or exc}")
+    if docker_client.is_timeout(exc):
+        return SandboxError(f"the Docker engine at {engine} did not {doing} in time ({detail}): it is overloaded "
+                            "or stuck (a hung runc); the run's container is removed once it answers: try again, "
+                            "and check the engine (`docker ps`) if it keeps happening")
+    if isinstance(exc, docker_client.engine_errors()):
+        return SandboxError(f"no Docker engine answers at {engine} ({detail}) to {doing}: start the Docker engine "
+                            "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST")
+    return SandboxError(f"talking to the Docker engine at {engine} failed trying to {doing} "
+                        f"({type(exc).__name__}: {detail}); try again")
 
 
 def isolation_line(limits: Limits, copy: bool, pooled: bool = False) -> str:
@@ -698,6 +757,8 @@ def _remove(client, container_id: str) -> bool:
     registered, and the healer thread retries in the background once the engine answers."""
     import docker.errors
 
+    if docker_client.out_of_time():  # the caller's deadline has passed: the healer tries it instead
+        return _removal_failed(client, container_id)
     try:
         client.api.remove_container(container_id, force=True, v=True)
     except docker.errors.NotFound:
@@ -707,10 +768,15 @@ def _remove(client, container_id: str) -> bool:
             return _removal_failed(client, container_id)
     except Exception:  # noqa: BLE001 - engine gone, connection lost, urllib3 trouble: retried later
         return _removal_failed(client, container_id)
+    _forget(container_id)
+    return True
+
+
+def _forget(container_id: str) -> None:
+    """The container is gone: nothing needs to remove it any more."""
     with _live_lock:
         _live.pop(container_id, None)
         _unremoved.pop(container_id, None)
-    return True
 
 
 def _removal_failed(client, container_id: str) -> bool:
@@ -799,6 +865,9 @@ def remove_later(client, container_id: str) -> None:
     """Remove a finished run's container in a background thread (it stays in the atexit sweep's list
     until it is gone)."""
     global _remover
+    with _live_lock:
+        if container_id not in _live:
+            return  # already removed (e.g. right away at a timeout) or known gone
     with _remover_lock:
         if _remover is None or not _remover.is_alive():
             _remover = threading.Thread(target=_remove_queued, name="ipyskills-container-remover", daemon=True)
@@ -833,6 +902,11 @@ def end_all(timeout: float = 10.0) -> None:
     other container labelled with this pid (lost creates). At exit, and on SIGTERM/SIGHUP."""
     if os.getpid() != _main_pid:
         return
+    with docker_client.calls_end_by(time.monotonic() + timeout):  # a stuck engine must not hold the exit
+        _end_all(timeout)
+
+
+def _end_all(timeout: float) -> None:
     flush_removals(timeout=timeout)
     with _live_lock:
         pending = list(_live.items())

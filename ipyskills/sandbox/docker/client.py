@@ -1,14 +1,20 @@
-"""Finding and talking to the Docker engine: DOCKER_HOST, docker contexts, a cached client."""
+"""Finding and talking to the Docker engine: DOCKER_HOST, docker contexts, a cached client, engine calls
+bounded by the calling run's deadline."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
+import time
 from pathlib import Path
 
 from ...errors import SandboxError
 
-DEFAULT_TIMEOUT = 60  # seconds for one API call; runs raise it above their own timeout
+DEFAULT_TIMEOUT = 60  # seconds for one API call (within a run: also no later than the run's deadline)
+MIN_CALL_TIMEOUT = 1.0  # seconds a call gets even when its deadline has passed (a removal must be tried)
+DEFAULT_SOCKET = "unix:///var/run/docker.sock"  # docker-py's default endpoint, as DOCKER_HOST spells it
 # Connections kept open to the engine per client: the largest warm pool (8) filling in parallel, plus the
 # background remover, plus parallel runs (each holds one attach socket and makes a few calls).
 MAX_CONNECTIONS = 32
@@ -57,10 +63,63 @@ def connect(timeout: float = DEFAULT_TIMEOUT, max_connections: int = MAX_CONNECT
             client = docker.DockerClient(base_url=base_url, tls=tls or False, timeout=int(timeout),
                                          max_pool_size=max_connections)
     except docker.errors.DockerException as exc:
-        raise SandboxError(f"no Docker engine answers ({short(exc)}): start the Docker engine "
-                           "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST") from None
+        raise SandboxError(f"no Docker engine answers at {base_url or DEFAULT_SOCKET} ({short(exc)}): start the "
+                           "Docker engine (e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set "
+                           "DOCKER_HOST") from None
+    client.ipyskills_endpoint = base_url or DEFAULT_SOCKET
     one_pool_per_socket(client)
+    bounded_calls(client)
     return client
+
+
+def engine_name(client) -> str:
+    """The engine as the user named it (DOCKER_HOST, a context's host, the default socket), for messages."""
+    return getattr(client, "ipyskills_endpoint", None) or str(getattr(client.api, "base_url", "the Docker engine"))
+
+
+_limit = threading.local()  # .deadline: time.monotonic() by which this thread's engine calls must end
+
+
+@contextlib.contextmanager
+def calls_end_by(deadline: float):
+    """Engine calls this thread makes inside the block time out no later than `deadline` (a
+    time.monotonic() value; each call still gets MIN_CALL_TIMEOUT). A stuck engine (a hung runc, a wedged
+    daemon) then ends a run with a SandboxError instead of holding it, or the process's exit, forever."""
+    outer = getattr(_limit, "deadline", None)
+    _limit.deadline = deadline if outer is None else min(outer, deadline)
+    try:
+        yield
+    finally:
+        _limit.deadline = outer
+
+
+def out_of_time() -> bool:
+    """True when this thread is inside `calls_end_by` and its deadline has passed."""
+    deadline = getattr(_limit, "deadline", None)
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def bounded_calls(client) -> None:
+    """Make every API call of `client` honour the calling thread's `calls_end_by` deadline. docker-py has
+    one timeout per client, and some calls pass none at all (attach: a stuck engine holds it forever);
+    every request goes through the session's `request`, so the bound goes there (a per-thread value: the
+    client is shared by all threads). Outside `calls_end_by` nothing changes (an image build may rightly
+    stream for longer than any fixed timeout)."""
+    api = client.api
+    if getattr(api, "_ipyskills_bounded", False):
+        return
+    request = api.request
+
+    def bounded_request(method, url, *args, **kwargs):
+        deadline = getattr(_limit, "deadline", None)
+        if deadline is not None:
+            left = max(MIN_CALL_TIMEOUT, deadline - time.monotonic())
+            asked = kwargs.get("timeout")  # None means no timeout at all
+            kwargs["timeout"] = left if asked is None else min(asked, left)
+        return request(method, url, *args, **kwargs)
+
+    api.request = bounded_request
+    api._ipyskills_bounded = True
 
 
 def one_pool_per_socket(client) -> None:
@@ -92,6 +151,13 @@ def is_local(client) -> bool:
     """True when the engine shares this machine's filesystem (a unix socket), so bind mounts work."""
     base = str(getattr(client.api, "base_url", ""))
     return base.startswith(("http+docker://localhost", "http+unix://"))
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """The engine took longer than the call's timeout (requests' or the socket's)."""
+    import requests
+
+    return isinstance(exc, (requests.exceptions.Timeout, TimeoutError)) or "timed out" in str(exc).lower()
 
 
 def engine_errors() -> tuple:

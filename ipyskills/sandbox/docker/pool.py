@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from ...errors import ConfigError, SandboxError
 from ..policy import Limits
 from . import backend as docker_backend  # imported first, so its atexit sweep runs after drain_all (LIFO)
+from . import client as docker_client
 
 MAX_IDLE = 600.0  # seconds a started container may wait for its run
 IDLE_EXIT_MARGIN = 60.0  # the launcher gives up this long after the pool would have discarded it
@@ -47,6 +48,7 @@ BURST_WINDOW = 2.0  # seconds: takes this close together count as one burst
 SHRINK_AFTER = 60.0  # seconds without a burst before the pool shrinks back to `size`
 FAILURES_BEFORE_PAUSE = 3
 PAUSE_AFTER_FAILURES = 30.0  # seconds without refill attempts after repeated failures
+START_TIMEOUT = 60.0  # seconds by which one container's create, attach and start must be done
 
 _pools: dict[tuple[str, str], ContainerPool] = {}  # (engine endpoint, image) -> pool
 _pools_lock = threading.Lock()
@@ -288,12 +290,14 @@ class ContainerPool:
                 self._cond.notify_all()
 
     def _start_one(self) -> WarmContainer | None:
-        container_id = docker_backend.create_container(self.client, self.image, self.limits, pooled=True,
-                                                       idle_exit=self.max_idle + IDLE_EXIT_MARGIN)
-        if self._stopped:
-            docker_backend._remove(self.client, container_id)
-            return None
-        sock = docker_backend.start_attached(self.client, container_id)  # removes the container if it cannot start
+        # Bounded like a run's calls: a stuck engine must not hold a refill thread (and its slot) forever.
+        with docker_client.calls_end_by(time.monotonic() + START_TIMEOUT):
+            container_id = docker_backend.create_container(self.client, self.image, self.limits, pooled=True,
+                                                           idle_exit=self.max_idle + IDLE_EXIT_MARGIN)
+            if self._stopped:
+                docker_backend._remove(self.client, container_id)
+                return None
+            sock = docker_backend.start_attached(self.client, container_id)  # removes it if it cannot start
         return WarmContainer(container_id, sock, time.monotonic())
 
     def _discard(self, warm: WarmContainer) -> None:
@@ -320,7 +324,7 @@ def pool_for(client, image: str, limits: Limits, size: int, max_size: int | None
     """The process's pool for this engine and image, made (or re-made, when the limits changed) on demand.
     Nothing starts until the pool is warmed or refilled."""
     size = _checked_size(size)
-    endpoint = str(getattr(client.api, "base_url", ""))
+    endpoint = docker_backend._endpoint_of(client)
     with _pools_lock:
         pool = _pools.get((endpoint, image))
         if pool is not None and (pool.key != PoolKey.of(image, limits) or pool._stopped):
@@ -365,7 +369,8 @@ def drain_all(timeout: float = 10.0) -> int:
     with _pools_lock:
         mine = list(_pools.values())
         _pools.clear()
-    return sum(pool.drain(wait=True, timeout=timeout) for pool in mine)
+    with docker_client.calls_end_by(time.monotonic() + timeout):  # a stuck engine must not hold the exit
+        return sum(pool.drain(wait=True, timeout=timeout) for pool in mine)
 
 
 atexit.register(drain_all)

@@ -50,7 +50,6 @@ MAX_ROUNDS = 6  # resolve rounds: each may find one more sdist-only distribution
 DEFAULT_BUILD_REQUIRES = ["setuptools>=40.8.0"]  # PEP 517's fallback for an sdist without [build-system]
 LABEL_SDIST_BUILD = "ipyskills.sdist-build"  # on build containers: the distribution being built
 LOG_TAIL = 1500  # characters of the build log an error quotes
-_SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+)\.(?:tar\.gz|zip)$")
 
 # Unpack the sdist (inside the container: its archive is untrusted too), then build from its top folder.
 _BUILD_SCRIPT = r"""
@@ -112,7 +111,8 @@ def fetch_sdist(name: str, specifier: str, dest: Path, python_version: str = IMA
     """Download the newest sdist of `name` that fits `specifier` and `python_version` into `dest`,
     checked against the index's sha256. Nothing in it is run."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from packaging.utils import InvalidSdistFilename, parse_sdist_filename
+    from packaging.version import InvalidVersion
 
     try:
         wanted = SpecifierSet(specifier)
@@ -121,14 +121,15 @@ def fetch_sdist(name: str, specifier: str, dest: Path, python_version: str = IMA
     files = _index_files(name)
     candidates = []
     for f in files:
-        m = _SDIST_RE.match(f["filename"])
-        if not m or normalize(m.group("name")) != name or f.get("yanked"):
+        if f.get("yanked"):
             continue
         try:
-            version = Version(m.group("version"))
+            project, version = parse_sdist_filename(f["filename"])  # wheels and odd names raise
             if f.get("requires-python") and not SpecifierSet(f["requires-python"]).contains(python_version):
                 continue
-        except (InvalidVersion, InvalidSpecifier):
+        except (InvalidSdistFilename, InvalidVersion, InvalidSpecifier):
+            continue
+        if normalize(project) != name:
             continue
         if version in wanted and (not version.is_prerelease or wanted.prereleases):
             candidates.append((version, f))
