@@ -134,10 +134,10 @@ def _session_fixture_pids(item) -> set[int]:
     return pids
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     item.stash[_BEFORE] = _processes()
-    return (yield)
+    yield
 
 
 def _describe(pid: int, name: str) -> str:
