@@ -394,9 +394,9 @@ def test_a_build_that_outlives_its_deadline_is_stopped_and_removed(tmp_path, pri
     t0 = time.monotonic()
     with pytest.raises(ProvisionError, match="slowpkg") as caught:
         build_wheel(client, docker_backend.image, sdist, "slowpkg", tmp_path / "out", log=lambda _l: None,
-                    timeout=8)
-    assert time.monotonic() - t0 < 60
-    assert "took longer than 8 s" in str(caught.value) and "sleeping" in str(caught.value)
+                    timeout=15)
+    assert time.monotonic() - t0 < 90  # resolving the build tools, then at most the deadline
+    assert str(caught.value).rstrip().endswith("[stopped: the build took longer than 15 s]")
     assert build_containers(client) == []
 
 

@@ -50,6 +50,7 @@ MAX_ROUNDS = 6  # resolve rounds: each may find one more sdist-only distribution
 DEFAULT_BUILD_REQUIRES = ["setuptools>=40.8.0"]  # PEP 517's fallback for an sdist without [build-system]
 LABEL_SDIST_BUILD = "ipyskills.sdist-build"  # on build containers: the distribution being built
 LOG_TAIL = 1500  # characters of the build log an error quotes
+LOG_LINES = 400  # lines of the build log read back (the end: errors and "Missing dependencies")
 
 # Unpack the sdist (inside the container: its archive is untrusted too), then build from its top folder.
 _BUILD_SCRIPT = r"""
@@ -342,6 +343,7 @@ def _run_build(client, image, sdist: Path, tools: Path, name: str, out_dir: Path
     """One build container: (exit code, its output, the wheel copied to out_dir or None). The container
     and the `tools` folder are removed whatever happens."""
     import docker.errors
+    from docker.types import LogConfig
 
     from ..docker import backend as docker_backend
     from ..docker import client as docker_client
@@ -357,6 +359,8 @@ def _run_build(client, image, sdist: Path, tools: Path, name: str, out_dir: Path
             security_opt=["no-new-privileges:true", f"seccomp={docker_backend.seccomp_profile()}"],
             mem_limit=BUILD_MEMORY, memswap_limit=BUILD_MEMORY, pids_limit=BUILD_PIDS,
             nano_cpus=int(BUILD_CPUS * 1e9), ipc_mode="private",
+            # the engine keeps at most 1 MB of what the build prints (it is read once, at the end)
+            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
         )
         config = api.create_container_config(
             image, command=["python3", "-c", _BUILD_SCRIPT, sdist.name], user="1000:1000", working_dir="/build",
@@ -370,7 +374,7 @@ def _run_build(client, image, sdist: Path, tools: Path, name: str, out_dir: Path
         log(f"  building {sdist.name} (network off, uid 1000, {BUILD_MEMORY} memory, {timeout:.0f} s at most)")
         api.start(container)
         code = _wait(api, container, timeout)
-        output = api.logs(container, stdout=True, stderr=True).decode(errors="replace")
+        output = api.logs(container, stdout=True, stderr=True, tail=LOG_LINES).decode(errors="replace")
         if code is None:
             return None, output + f"\n[stopped: the build took longer than {timeout:.0f} s]", None
         if code != 0:
