@@ -156,6 +156,7 @@ def _cell_text(cell) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # every Python example in one kernel, each cell allowed 240 s
 def test_python_examples_run_in_a_kernel(workspace, monkeypatch):
     import nbformat
 
@@ -213,6 +214,7 @@ def test_python_examples_run_in_a_kernel(workspace, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # provisioning and an sdist built in a container, each block allowed 600 s
 def test_shell_examples_run(workspace):
     if not BASH:
         pytest.skip("the README has no shell examples to run")
