@@ -199,6 +199,10 @@ def test_local_backend_gets_a_cached_site_folder_first_on_its_path(make_skill, c
     assert str(sites[0]) in result.notice
     again = reg.run("table-local", "scripts/table.py", backend="local")
     assert again.exit_code == 0 and again.notice == ""
+    other = make_skill({"requirements.txt": "tabulate==0.9.0\n", "scripts/t.py": TABLE_SCRIPT}, name="table-local-2")
+    shared = registry(other).run("table-local-2", "scripts/t.py", backend="local")  # same set: same folder
+    assert shared.exit_code == 0 and shared.notice == ""
+    assert [p for p in (cache_dir / "sites").iterdir() if not p.name.startswith(".")] == sites
     assert not [p for p in (cache_dir / "sites").iterdir() if p.name.startswith(".partial-")]
 
 
