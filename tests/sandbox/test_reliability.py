@@ -178,6 +178,33 @@ def test_failed_removal_is_retried_in_the_background(docker_backend, monkeypatch
 
 
 @docker
+def test_a_removal_already_in_progress_is_seen_through(docker_backend, monkeypatch):
+    """The engine answers 409 "already in progress" when it is removing the container itself (AutoRemove,
+    its clean-up after a restart); that removal can fail and leave it "Dead", so it counts only once
+    the container is seen gone, and otherwise the healer removes it."""
+    import docker.errors
+
+    from ipyskills.sandbox.policy import Limits
+
+    client = db.docker_client.connect()
+    cid = db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
+    real = client.api.remove_container
+    calls = []
+
+    def in_progress_but_stuck(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # the engine's own removal, which then never finishes
+            raise docker.errors.APIError(f"removal of container {cid} is already in progress")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client.api, "remove_container", in_progress_but_stuck)
+    monkeypatch.setattr(db, "REMOVING_WAIT", 0.5)
+    assert db._remove(client, cid) is True  # being removed: not a failure ...
+    assert cid in db._unremoved  # ... but not forgotten until it is gone
+    assert wait_for(lambda: cid not in db._unremoved and ours(client) == [])
+
+
+@docker
 def test_first_start_removes_containers_of_dead_owners(docker_backend):
     client = docker_backend.client()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,

@@ -58,6 +58,7 @@ IMAGE_CHECK_TTL = 60.0  # seconds a positive image check is trusted (a failed cr
 DEADLINE_GRACE = 2.0  # the launcher ends a run this long after the host's timeout, if the host has not
 ENGINE_GRACE = 30.0  # seconds past its timeout by which a run's engine calls must be done (see run())
 UNREPORTED_WAIT = 10.0  # seconds to wait for a container whose launcher never reported to be gone
+REMOVING_WAIT = 5.0  # seconds to wait for a container the engine is already removing to be gone
 SHM_SIZE = 16 * 1024**2  # /dev/shm: a small noexec tmpfs (charged to the container's memory)
 SECCOMP_PROFILE = Path(__file__).parent / "seccomp.json"  # passed on every run (see the file's comment)
 _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
@@ -754,7 +755,8 @@ def tar_cache_bytes() -> int:
 
 def _remove(client, container_id: str) -> bool:
     """Force-remove a container; never raises. False when it could not be removed now: it stays
-    registered, and the healer thread retries in the background once the engine answers."""
+    registered, and the healer thread retries in the background once the engine answers. True when it is
+    gone, or the engine is already removing it (the healer then checks that it went)."""
     import docker.errors
 
     if docker_client.out_of_time():  # the caller's deadline has passed: the healer tries it instead
@@ -766,6 +768,16 @@ def _remove(client, container_id: str) -> bool:
     except docker.errors.APIError as exc:
         if "already in progress" not in str(exc):
             return _removal_failed(client, container_id)
+        # The engine is removing it already (AutoRemove, or its own clean-up after a restart): wait a
+        # moment until it is gone. An engine's removal can fail and leave the container "Dead", so one
+        # not seen gone stays on the list, and the healer removes it.
+        try:
+            client.api.wait(container_id, timeout=REMOVING_WAIT, condition="removed")
+        except docker.errors.NotFound:
+            pass
+        except Exception:  # noqa: BLE001 - still there, or the engine stopped answering
+            _removal_failed(client, container_id)
+            return True
     except Exception:  # noqa: BLE001 - engine gone, connection lost, urllib3 trouble: retried later
         return _removal_failed(client, container_id)
     _forget(container_id)
