@@ -47,6 +47,10 @@ def assert_fallback_notice(notice: str, host: str) -> None:
     assert notice.startswith(NOTICE_START), notice
     assert notice.rstrip().endswith(NOTICE_END), notice
     assert host.split("://", 1)[1] in notice, notice
+    # Said once and in plain words, not as requests' nested exception text.
+    assert notice.count("no Docker engine answers") == 1, notice
+    reason = "no socket at that path" if host.startswith("unix://") else "connection refused"
+    assert f"({reason})" in notice and "Error while fetching" not in notice, notice
 
 
 @pytest.fixture

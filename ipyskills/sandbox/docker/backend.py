@@ -120,10 +120,12 @@ class DockerBackend:
         """(True, description) when the engine answers and the image is present, else (False, what to do)."""
         try:
             probe = self.probe_client()
+        except SandboxError as exc:  # connect() has already said where and why
+            return False, str(exc)
+        try:
             probe.ping()
-        except (*docker_client.engine_errors(), SandboxError) as exc:
-            return False, (f"no Docker engine answers ({docker_client.short(exc)}): start the Docker engine "
-                           "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST")
+        except docker_client.engine_errors() as exc:
+            return False, str(docker_client.unreachable(docker_client.engine_name(probe), exc))
         seen_key = (_endpoint_of(probe), self.image)
         seen = _image_seen.get(seen_key)
         if seen is not None and time.monotonic() - seen < IMAGE_CHECK_TTL:
@@ -480,8 +482,7 @@ def _engine_failure(client, exc: Exception, doing: str) -> SandboxError:
                             "or stuck (a hung runc); the run's container is removed once it answers: try again, "
                             "and check the engine (`docker ps`) if it keeps happening")
     if isinstance(exc, docker_client.engine_errors()):
-        return SandboxError(f"no Docker engine answers at {engine} ({detail}) to {doing}: start the Docker engine "
-                            "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST")
+        return docker_client.unreachable(engine, exc, doing)
     return SandboxError(f"talking to the Docker engine at {engine} failed trying to {doing} "
                         f"({type(exc).__name__}: {detail}); try again")
 
@@ -961,8 +962,7 @@ def cleanup(client=None, all_owners: bool = False) -> list[str]:
     try:
         strays = labelled_containers(client, all_owners)
     except docker_client.engine_errors() as exc:
-        raise SandboxError(f"no Docker engine answers ({docker_client.short(exc)}): start the Docker engine "
-                           "(e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST") from None
+        raise docker_client.unreachable(docker_client.engine_name(client), exc) from None
     removed = []
     for container in strays:
         _remove(client, container.id)

@@ -63,9 +63,7 @@ def connect(timeout: float = DEFAULT_TIMEOUT, max_connections: int = MAX_CONNECT
             client = docker.DockerClient(base_url=base_url, tls=tls or False, timeout=int(timeout),
                                          max_pool_size=max_connections)
     except docker.errors.DockerException as exc:
-        raise SandboxError(f"no Docker engine answers at {base_url or DEFAULT_SOCKET} ({short(exc)}): start the "
-                           "Docker engine (e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set "
-                           "DOCKER_HOST") from None
+        raise unreachable(base_url or DEFAULT_SOCKET, exc) from None
     client.ipyskills_endpoint = base_url or DEFAULT_SOCKET
     one_pool_per_socket(client)
     bounded_calls(client)
@@ -166,6 +164,27 @@ def engine_errors() -> tuple:
     import requests
 
     return (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
+
+
+def unreachable(endpoint: str, exc: Exception, doing: str = "") -> SandboxError:
+    """The one wording for "no engine there", with the reason in plain words rather than the nested
+    exception text of requests/urllib3."""
+    to = f" to {doing}" if doing else ""
+    return SandboxError(f"no Docker engine answers at {endpoint} ({plain_reason(exc)}){to}: start the Docker "
+                        "engine (e.g. `sudo dockerd &` or `sudo systemctl start docker`) or set DOCKER_HOST")
+
+
+def plain_reason(exc: Exception) -> str:
+    text = str(exc)
+    for needle, reason in (("FileNotFoundError", "no socket at that path"),
+                           ("No such file or directory", "no socket at that path"),
+                           ("Connection refused", "connection refused"),
+                           ("PermissionError", "permission denied: add your user to the docker group"),
+                           ("Permission denied", "permission denied: add your user to the docker group"),
+                           ("timed out", "timed out"), ("Read timed out", "timed out")):
+        if needle in text:
+            return reason
+    return short(exc)
 
 
 def short(exc: Exception) -> str:
