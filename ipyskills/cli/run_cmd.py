@@ -97,7 +97,7 @@ def cmd_run(args) -> int:
     apply_allow_sdist(reg, args)
     reg.settings = reg.settings.with_overrides(pool_size=0)  # one run, then exit: a warm pool only costs
     live = None if args.json else _live
-    from ..notebook.interrupts import shield_repeated_interrupts  # signal handling only, no IPython
+    from ..sandbox.interrupts import shield_repeated_interrupts
 
     # Ctrl-C pressed again while the first one's clean-up runs must not cut the sandbox removal short.
     with shield_repeated_interrupts():

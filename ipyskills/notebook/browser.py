@@ -174,7 +174,7 @@ class SkillBrowser(w.VBox):
             options = {"backend": self.magics.sandbox_backend, "timeout": self.magics.timeout,
                        "memory": self.magics.memory, "network": self.magics.network, "guard": self.magics.guard}
         from ..errors import RunInterrupted
-        from .interrupts import shield_repeated_interrupts
+        from ..sandbox.interrupts import shield_repeated_interrupts
 
         self.run_button.disabled = True
         try:

@@ -545,7 +545,7 @@ class IPySkills(IPySkillsConfig, Magics):
                 raise UsageError("--stdin VAR and a cell body both give stdin: use one of them")
             stdin = self._stdin_from(args.stdin_var)
         from ..errors import RunInterrupted
-        from .interrupts import shield_repeated_interrupts
+        from ..sandbox.interrupts import shield_repeated_interrupts
         from .live import LiveOutput
 
         live = LiveOutput(f"{args.name}/{args.script}", self.shell)

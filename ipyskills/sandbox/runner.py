@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import ConfigError, GuardBlocked, ProvisionError, RunInterrupted, SandboxError
 from ..settings import DEFAULT_IMAGE
 from .interpreter import command_for
+from .interrupts import shield_repeated_interrupts
 from .policy import Limits
 from .result import ExecuteResult
 
@@ -187,22 +188,25 @@ def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings
     use_profile(impl, request)
     base_image = request.image
     provisioned = provision(impl, request, progress)
-    try:
-        result = impl.run(request)
-    except RunInterrupted as stop:
-        _label(stop.result, request, findings)
-        raise
-    except SandboxError as exc:
-        if not (provisioned and provisioned.image and "is not present" in str(exc)):
+    # Only the first Ctrl-C stops the run: a second one must not cut the sandbox's removal short, whoever
+    # called (a notebook, the CLI, or plain Python).
+    with shield_repeated_interrupts():
+        try:
+            result = impl.run(request)
+        except RunInterrupted as stop:
+            _label(stop.result, request, findings)
             raise
-        # The dependency image was removed since this process last found it (e.g. `sandbox cleanup
-        # --images` elsewhere): provision it again, once.
-        from .provision.docker_image import forget_recent
+        except SandboxError as exc:
+            if not (provisioned and provisioned.image and "is not present" in str(exc)):
+                raise
+            # The dependency image was removed since this process last found it (e.g. `sandbox cleanup
+            # --images` elsewhere): provision it again, once.
+            from .provision.docker_image import forget_recent
 
-        forget_recent()
-        request.image = base_image
-        provisioned = provision(impl, request, progress)
-        result = impl.run(request)
+            forget_recent()
+            request.image = base_image
+            provisioned = provision(impl, request, progress)
+            result = impl.run(request)
     _label(result, request, findings)
     result.notice = " ".join(n for n in (notice, provisioned.notice() if provisioned else "", result.notice)
                              if n)

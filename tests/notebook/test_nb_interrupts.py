@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ipyskills.notebook.interrupts import ESCAPE_AFTER, InterruptShield, shield_repeated_interrupts
+from ipyskills.sandbox.interrupts import ESCAPE_AFTER, InterruptShield, shield_repeated_interrupts
 
 pytestmark = pytest.mark.slow
 

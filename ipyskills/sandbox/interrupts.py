@@ -7,7 +7,7 @@ output and the one-line summary lost, a traceback instead. Inside `shield_repeat
 after the first are counted and ignored, unless the clean-up has already taken ESCAPE_AFTER seconds (an
 engine that hangs): then one goes through, so the user is never locked in.
 
-No IPython import: only the signal module, so the CLI can use it as well.
+Only the signal module: the runner uses it for every caller (notebook, CLI, plain Python).
 """
 
 from __future__ import annotations
