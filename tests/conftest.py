@@ -212,16 +212,6 @@ def _shared_engine():
     client.close()
 
 
-def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _leftover_containers(client, owners: set[str]) -> list[dict]:
     from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
 
@@ -233,6 +223,7 @@ def _check_containers(client, owners: set[str]) -> None:
     import sys
 
     from ipyskills.sandbox.docker.backend import LABEL_PID
+    from ipyskills.sandbox.owners import pid_alive
 
     if "ipyskills.sandbox.docker.pool" in sys.modules:  # a warm pool holds containers on purpose: empty it
         sys.modules["ipyskills.sandbox.docker.pool"].drain_all()
@@ -242,7 +233,8 @@ def _check_containers(client, owners: set[str]) -> None:
     import docker.errors
 
     def ending(c: dict) -> bool:  # stopped (AutoRemove follows), or its owner is gone (the launcher exits)
-        return c.get("State") not in ("running", "created") or not _alive(c["Labels"][LABEL_PID])
+        owner = c["Labels"][LABEL_PID]
+        return c.get("State") not in ("running", "created") or not (owner.isdigit() and pid_alive(int(owner)))
 
     deadline = time.monotonic() + CONTAINER_GRACE
     left = _leftover_containers(client, owners)

@@ -181,7 +181,7 @@ def plain_reason(exc: Exception) -> str:
                            ("Connection refused", "connection refused"),
                            ("PermissionError", "permission denied: add your user to the docker group"),
                            ("Permission denied", "permission denied: add your user to the docker group"),
-                           ("timed out", "timed out"), ("Read timed out", "timed out")):
+                           ("timed out", "timed out")):
         if needle in text:
             return reason
     return short(exc)
