@@ -29,17 +29,16 @@ import zipfile
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from ipyskills.core.import_names import GENERIC_IMPORT_NAMES  # noqa: E402
+
 OUT = Path(__file__).resolve().parent.parent / "ipyskills" / "core" / "data" / "import_map.json"
 IDENTITY_LIMIT = 5000
 MIN_LEAD = 2.0  # the top candidate needs this many times the downloads of the second
 
-# Folder names many distributions install by accident; an import of one of these is nearly always the
-# skill's own module (or a mistake), never a reason to install a stranger's package.
-GENERIC = frozenset("""
-    tests test testing src lib libs examples example docs doc setup scripts script utils util common core
-    tools benchmarks benchmark build data config configs conftest main app api demo demos samples sample
-    helpers helper models model internal vendor bin cli server client plugins extras tasks tutorials
-""".split())
+# Folder names many distributions install by accident: the deny list lives beside the curated table, so
+# the run-time lookup refuses the same names (an older generated map cannot bring them back).
+GENERIC = GENERIC_IMPORT_NAMES
 
 
 def normalise(name: str) -> str:

@@ -10,7 +10,10 @@ reported as skipped and the skill has to declare what it means.
 Everything else goes to the generated map, `data/import_map.json`, made by `scripts/gen_import_map.py`
 from pyimport2pkg's database of the top ~15,000 PyPI distributions (MIT License): module names that differ
 from their distribution's name with one clear winner, plus the top ~5000 distributions whose import name
-is their own name. An import found in neither is not guessed.
+is their own name. An import found in neither is not guessed, and neither is one of GENERIC_IMPORT_NAMES
+below (`base`, `utils`, `web`, ...): names that many distributions install by accident, which in a skill
+are nearly always its own module or a mistake (the generated map once sent `base` to cvxopt, `exceptions`
+to kestra, `web` to sqlmesh).
 """
 
 from __future__ import annotations
@@ -75,3 +78,17 @@ IMPORT_NAMES: dict[str, str | None] = {
     # ambiguous: several unrelated distributions install this top-level name
     "google": None,
 }
+
+
+# The deny list: never mapped to a distribution unless the curated table above or the skill itself names
+# one. scripts/gen_import_map.py leaves them out of the generated map as well.
+GENERIC_IMPORT_NAMES: frozenset[str] = frozenset("""
+    account accounts api app assets auth backend base benchmark benchmarks bin build cache cli client
+    commands common components config configs conftest constants context core data database demo demos
+    doc docs engine env environment errors example examples exceptions extras fields file files filters
+    fixtures frontend handlers helper helpers images input interface internal lib libs log logger main
+    manager misc model models modules output package parser path paths plugins project report reports
+    resources results routes runner sample samples schemas script scripts server service services
+    session setup shared src state static storage store task tasks templates test testing tests tools
+    tutorials types ui user users util utils vendor version views web widgets worker
+""".split())

@@ -33,7 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .import_names import IMPORT_NAMES
+from .import_names import GENERIC_IMPORT_NAMES, IMPORT_NAMES
+from .requirement_text import UnsafeRequirement, checked, shown
 from .resources import SKILL_FILE_NAMES, SKIP_DIRS
 
 MAX_FILES = 2000  # files looked at per skill; a bigger skill is cut and says so in `skipped`
@@ -241,11 +242,19 @@ class _Scan:
         skill_md = next((n for n in SKILL_FILE_NAMES if n in self.files), None)
         text = self.read(skill_md) if skill_md else None
         if text is not None:
-            _scan_skill_md(self, skill_md, text)
+            self.bounded(skill_md, _scan_skill_md, self, skill_md, text)
         for rel, tree in trees.items():
-            _scan_imports(self, rel, tree)
-            _scan_python_programs(self, rel, tree)
+            self.bounded(rel, _scan_imports, self, rel, tree)
+            self.bounded(rel, _scan_python_programs, self, rel, tree)
         self._shell_files()
+
+    def bounded(self, rel: str, step, *args) -> None:
+        """Run one file's step; a file built to exhaust the parser (nesting thousands deep, a huge
+        expression) is skipped with the reason instead of taking the whole analysis down."""
+        try:
+            step(*args)
+        except (RecursionError, MemoryError) as exc:
+            self.skip(rel, rel, 0, f"too deeply nested or too large to read ({type(exc).__name__}): skipped")
 
     def _python_files(self) -> dict[str, ast.AST]:
         """Read every script once: its PEP 723 block, and its syntax tree for imports and programs."""
@@ -253,7 +262,7 @@ class _Scan:
         for rel in self.files:
             text = self.read(rel) if rel.endswith(".py") else None
             if text is not None:
-                _scan_pep723(self, rel, text)
+                self.bounded(rel, _scan_pep723, self, rel, text)
                 tree = _parse(self, rel, text)
                 if tree is not None:
                     trees[rel] = tree
@@ -263,9 +272,9 @@ class _Scan:
         for rel in self.files:
             name = PurePosixPath(rel).name
             if fnmatch.fnmatch(name.lower(), "requirements*.txt"):
-                self.requirements_file(rel)
+                self.bounded(rel, self.requirements_file, rel)
             elif name == "pyproject.toml":
-                _scan_pyproject(self, rel)
+                self.bounded(rel, _scan_pyproject, self, rel)
 
     def _shell_files(self) -> None:
         for rel in self.files:
@@ -320,7 +329,8 @@ class _Scan:
     # --- recording -----------------------------------------------------------------------------------
 
     def skip(self, text: str, rel: str, line: int, why: str) -> None:
-        self.skipped.append((text, rel, line, why))
+        # what the skill wrote (a requirement, a file name) is escaped: it cannot forge a line of a report
+        self.skipped.append((shown(text, 200), shown(rel, 300), line, why))
 
     def declare(self, text: str, source: str, rel: str, line: int, detail: str = "") -> None:
         """One requirement string from a declared source, or a skipped entry saying why not."""
@@ -329,7 +339,7 @@ class _Scan:
         except _Skip as why:
             self.skip(text.strip(), rel, line, str(why))
             return
-        self.found.append(Requirement(name, spec, source, rel, line, detail))
+        self.found.append(Requirement(name, spec, source, shown(rel, 300), line, detail))
 
     def program(self, program: str, rel: str, line: int) -> None:
         use = ProgramUse(program, rel, line)
@@ -365,6 +375,11 @@ _TOOLING = frozenset({"pip", "setuptools", "wheel", "uv"})
 def _parse_requirement(text: str) -> tuple[str, str]:
     """(distribution name, PEP 508 spec) for one requirement string; raises _Skip saying why not."""
     text = text.strip()
+    if not (text.isascii() and text.isprintable()):
+        raise _Skip("contains control or non-ASCII characters: refused (a line break would start an "
+                    "installer option)")
+    if text.startswith("-"):
+        raise _Skip("an installer option, not a requirement: refused")
     if _URL.match(text):
         raise _Skip(f"a URL: {_NOT_WHEELS}")
     if re.match(r"^[^;@]*\s@\s|^[A-Za-z0-9._-]+(\[[^\]]*\])?@", text):
@@ -381,7 +396,10 @@ def _parse_requirement(text: str) -> tuple[str, str]:
         raise _Skip("GPU-only (CUDA build): the sandbox has no GPU")
     if normalise(name) in _TOOLING:
         raise _Skip("installer tooling, not something the skill's scripts import")
-    return name, text
+    try:  # the resolver only ever sees the normalised form, never the text as written
+        return checked(text)
+    except UnsafeRequirement as why:
+        raise _Skip(f"{why}: refused") from None
 
 
 # --- 1. PEP 723 -------------------------------------------------------------------------------------------
@@ -684,6 +702,10 @@ def _parse(scan: _Scan, rel: str, text: str) -> ast.AST | None:
     try:
         with _PARSE_LOCK:
             return ast.parse(text, filename=rel)
+    except (RecursionError, MemoryError) as exc:
+        scan.skip(rel, rel, 0, f"too deeply nested or too large to parse ({type(exc).__name__}): its imports "
+                               "were not read")
+        return None
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", 0) or 0
         scan.skip(rel, rel, line, f"not valid Python ({getattr(exc, 'msg', exc)}): its imports were not read")
@@ -738,7 +760,7 @@ def _scan_imports(scan: _Scan, rel: str, tree: ast.AST) -> None:
             if not any(s[0] == name and s[3] == str(why) for s in scan.skipped):  # once per name
                 scan.skip(name, rel, line, str(why))
             continue
-        scan.found.append(Requirement(dist, dist, "import", rel, line, detail))
+        scan.found.append(Requirement(dist, dist, "import", shown(rel, 300), line, detail))
 
 
 def _distribution_for(module: str, known: Iterable[str] = ()) -> str:
@@ -754,6 +776,9 @@ def _distribution_for(module: str, known: Iterable[str] = ()) -> str:
         return dist
     if normalise(module) in set(known):
         return module
+    if module in GENERIC_IMPORT_NAMES:
+        raise _Skip(f"generic import name {module} (most likely a module of the skill's own, or a mistake; "
+                    "several unrelated distributions install it): declare the package if one is meant")
     modules, identity = _generated_map()
     if module in modules:
         return modules[module]
