@@ -13,9 +13,15 @@ Cache: uv's own cache (`uv cache dir`: `$UV_CACHE_DIR`, else `~/.cache/uv`), unl
 fetched again, uv locks it for concurrent use, and `uv cache prune` / `uv cache clean` manage it; wheels in
 it are content-addressed and checked against the lock's hashes on every install.
 
-Index: uv reads `UV_INDEX_URL` / `UV_DEFAULT_INDEX` / `UV_EXTRA_INDEX_URL` and its own `uv.toml`; it
-ignores pip's settings, so `PIP_INDEX_URL` and `PIP_EXTRA_INDEX_URL` are passed on as their uv
-equivalents when those are not set (pip.conf files are not read).
+uv sees only what we choose: every requirement is checked as PEP 508 data and passed in its normalised
+form (`core.requirement_text`; a line break, an option or a URL never reaches uv's input), constraints are
+checked line by line, uv runs with `--no-config` in a private folder (`scratch.py`: no `uv.toml` planted in
+a parent is read) with an environment built from a list (`uv_environment`), and its temp files go there too.
+
+Index: from the environment only: `UV_INDEX_URL` / `UV_DEFAULT_INDEX` / `UV_EXTRA_INDEX_URL` / `UV_INDEX` /
+`UV_FIND_LINKS` (and pip's `PIP_INDEX_URL` / `PIP_EXTRA_INDEX_URL`, passed on as their uv equivalents when
+those are not set); `uv.toml` and pip.conf files are not read. `index_fingerprint()` is part of every cache
+key, so an image resolved from one index is never served to a run configured for another.
 """
 
 from __future__ import annotations
@@ -26,14 +32,15 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.requirement_text import UnsafeRequirement, checked_spec, shown
 from ..errors import ProvisionError, SandboxError
+from .scratch import scratch_dir
 
 Log = Callable[[str], None]
 
@@ -120,13 +127,14 @@ def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log
     that pins what is already there; `find_links` a folder of extra wheels (built from sdists). Raises
     ProvisionError saying what to do for a distribution that does not exist, one without a wheel for the
     target (NoWheel), a resolver conflict, or no reachable index. Leaves no temp files behind."""
-    specs = [s.strip() for s in specs if s and s.strip()]
+    specs = safe_specs(specs)
     if not specs:
         return ""
-    with tempfile.TemporaryDirectory(prefix="ipyskills-uv-") as tmp:
+    constraints = safe_constraints(constraints)
+    with scratch_dir("uv") as tmp:
         Path(tmp, "requirements.in").write_text("\n".join(specs) + "\n")
         cmd = [uv_bin(), "pip", "compile", "requirements.in", "-o", "requirements.lock", "--generate-hashes",
-               "--no-header", "--only-binary", ":all:", *target.uv_args()]
+               "--no-header", "--no-config", "--only-binary", ":all:", *target.uv_args()]
         if find_links:
             cmd += ["--find-links", find_links]
         if constraints.strip():
@@ -153,10 +161,12 @@ def install_target(lock: str, dest: Path, target: Target, *, log: Log = print,
     if not lock_names(lock):
         dest.mkdir(parents=True, exist_ok=True)
         return
-    with tempfile.TemporaryDirectory(prefix="ipyskills-uv-") as tmp:
+    lock = safe_constraints(lock, strict=True)
+    with scratch_dir("uv") as tmp:
         Path(tmp, "requirements.lock").write_text(lock)
         cmd = [uv_bin(), "pip", "install", "--target", str(dest.resolve()), "--no-deps", "--require-hashes",
-               "-r", "requirements.lock", "--only-binary", ":all:", "--link-mode", "copy", *target.uv_args()]
+               "--no-config", "-r", "requirements.lock", "--only-binary", ":all:", "--link-mode", "copy",
+               *target.uv_args()]
         if find_links:
             cmd += ["--find-links", find_links]
         if cache_dir:
@@ -182,23 +192,104 @@ def lock_names(lock: str) -> dict[str, str]:
     return names
 
 
+# -- what uv is given --------------------------------------------------------------------------------------
+
+def safe_specs(specs: list[str]) -> list[str]:
+    """The normalised PEP 508 form of each spec; a ProvisionError for any that is not plain data (the
+    requirement scan already refuses those: this is the last check before uv's input file)."""
+    out = []
+    for spec in specs:
+        if isinstance(spec, str) and not spec.strip():
+            continue
+        try:
+            out.append(checked_spec(spec))
+        except UnsafeRequirement as why:
+            raise ProvisionError(f"refusing the requirement '{shown(str(spec))}': {why}. Only a name, extras, "
+                                 "version specifiers and a marker are passed to the resolver") from None
+    return out
+
+
+_PIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9,._-]*\])?==[A-Za-z0-9.+!_-]+"
+                  r"(?: ; [A-Za-z0-9 ._<>=!~'\"()]+)?(?: \\)?")
+_HASH_LINE = re.compile(r"--hash=sha256:[0-9a-f]{64}(?: \\)?")
+
+
+def safe_constraints(text: str, strict: bool = False) -> str:
+    """Only `name==version` pins and their `--hash=sha256:` lines (comments kept): anything else in a
+    constraints or lock text is dropped with the hashes under it, or with `strict` refused."""
+    out, keep = [], False
+    for line in text.splitlines():
+        body = line.strip()
+        if not body or body.startswith("#"):
+            out.append(line)
+            continue
+        if line[0].isspace() and _HASH_LINE.fullmatch(body):
+            if keep:
+                out.append(line)
+            continue
+        keep = bool(_PIN.fullmatch(body)) and not line[0].isspace()
+        if keep:
+            out.append(line)
+        elif strict:
+            raise ProvisionError(f"refusing a lock line that is not a pinned requirement: '{shown(body)}'")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+# Variables uv may see: where the index is and how to reach it. Nothing else of the host's environment.
+_UV_PASSED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "UV_CACHE_DIR",
+              "XDG_CACHE_HOME", "UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX",
+              "UV_FIND_LINKS", "UV_INDEX_STRATEGY", "UV_KEYRING_PROVIDER", "UV_NATIVE_TLS", "UV_OFFLINE",
+              "UV_HTTP_TIMEOUT", "UV_CONCURRENT_DOWNLOADS", "UV_INSECURE_HOST", "SSL_CERT_FILE", "SSL_CERT_DIR",
+              "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
+              "no_proxy", "NETRC")
+_INDEX_VARS = ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_FIND_LINKS",
+               "UV_INDEX_STRATEGY")
+
+
+def uv_environment(tmp: str | None = None) -> dict[str, str]:
+    """The environment uv runs with: the listed variables of ours, credentials of named indexes
+    (UV_INDEX_<NAME>_USERNAME/PASSWORD), pip's index settings as uv's, and TMPDIR in our scratch folder."""
+    host = os.environ
+    env = {k: host[k] for k in _UV_PASSED if k in host}
+    env.update({k: v for k, v in host.items() if re.fullmatch(r"UV_INDEX_[A-Z0-9_]+_(?:USERNAME|PASSWORD)", k)})
+    if not (env.get("UV_INDEX_URL") or env.get("UV_DEFAULT_INDEX")) and host.get("PIP_INDEX_URL"):
+        env["UV_INDEX_URL"] = host["PIP_INDEX_URL"]
+    if not (env.get("UV_EXTRA_INDEX_URL") or env.get("UV_INDEX")) and host.get("PIP_EXTRA_INDEX_URL"):
+        env["UV_EXTRA_INDEX_URL"] = host["PIP_EXTRA_INDEX_URL"]
+    env.setdefault("PATH", os.defpath)
+    env["UV_PYTHON_DOWNLOADS"] = "never"  # never fetch a Python behind the user's back
+    env["NO_COLOR"] = "1"
+    if tmp:
+        env["TMPDIR"] = tmp  # uv's own lock and temp files stay in our private folder
+    return env
+
+
+def index_fingerprint() -> str:
+    """A short hash of the effective index settings, for cache keys and image tags."""
+    import hashlib
+
+    env = uv_environment()
+    text = "\n".join(f"{k}={env.get(k, '')}" for k in _INDEX_VARS)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 # -- running uv ------------------------------------------------------------------------------------------
 
-def _uv_env() -> dict[str, str]:
-    env = dict(os.environ)
-    if not (env.get("UV_INDEX_URL") or env.get("UV_DEFAULT_INDEX")) and env.get("PIP_INDEX_URL"):
-        env["UV_INDEX_URL"] = env["PIP_INDEX_URL"]
-    if not (env.get("UV_EXTRA_INDEX_URL") or env.get("UV_INDEX")) and env.get("PIP_EXTRA_INDEX_URL"):
-        env["UV_EXTRA_INDEX_URL"] = env["PIP_EXTRA_INDEX_URL"]
-    env.setdefault("UV_PYTHON_DOWNLOADS", "never")  # never fetch a Python behind the user's back
-    env["NO_COLOR"] = "1"
-    return env
+def _die_with_owner() -> None:
+    """In uv's process, before exec: the kernel kills it when its owner dies (kill -9 mid-provisioning),
+    so it never goes on writing into a scratch folder that the next provisioning removes."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
 
 
 def _run_uv(cmd: list[str], cwd: str, log: Log, doing: str) -> tuple[int, list[str]]:
     """Run uv, collecting its stderr; report progress to `log` at most every PROGRESS_EVERY seconds."""
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=_uv_env(), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(cmd, cwd=cwd, env=uv_environment(str(cwd)), stdin=subprocess.DEVNULL,
+                                preexec_fn=_die_with_owner if sys.platform == "linux" else None,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     except OSError as exc:
         raise SandboxError(f"cannot run uv ({cmd[0]}): {exc}. Reinstall it with `pip install uv`.") from None
