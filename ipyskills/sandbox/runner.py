@@ -208,6 +208,9 @@ def run(request: RunRequest, backend: str = "auto", guard: bool = True, settings
             provisioned = provision(impl, request, progress)
             result = impl.run(request)
     _label(result, request, findings)
+    if provisioned is not None and provisioned.verified:
+        result.isolation = (f"{result.isolation}; dependency folder checked against its wheels' RECORD "
+                            "hashes before the run (a run as this user could write it: no Landlock)")
     result.notice = " ".join(n for n in (notice, provisioned.notice() if provisioned else "", result.notice)
                              if n)
     return result

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...core.requirement_text import shown
+
 Progress = Callable[[str], None]
 
 
@@ -36,6 +38,7 @@ class Provisioned:
     built: bool = False  # False: reused from the cache (or nothing was missing)
     seconds: float = 0.0
     reasons: list[str] = field(default_factory=list)  # one per requirement: "pypdf (requirements.txt:2)"
+    verified: bool = False  # local: the folder's files were checked against their RECORD hashes before use
 
     def notice(self) -> str:
         """The one line a result carries when this run installed something."""
@@ -77,7 +80,7 @@ def reasons_for(requirements: list) -> list[str]:
     out = []
     for req in requirements:
         origin = f"import in {req.file}:{req.line}" if req.source == "import" else f"{req.file}:{req.line}"
-        out.append(f"{req.name} ({origin})")
+        out.append(shown(f"{req.name} ({origin})", 300))  # a file name may hold a line break
     return out
 
 

@@ -5,25 +5,34 @@ works too: nothing is bind-mounted), and the build runs with the network off. By
 the build, because the root is read-only when scripts run; a file that does not compile (some wheels ship
 templates or Python 2 examples as .py) is left as it is, as pip leaves it, rather than failing the build.
 
-Tags: `ipyskills-deps:<hash of base image id + locked set>` is the image; `ipyskills-deps:r-<hash of base
-image id + requested specs>` points at it, so the next run of a skill asking for the same set finds its
-image with a single lookup and never resolves again. A failed build leaves nothing tagged.
+Tags: `ipyskills-deps:<hash of base image id + index settings + locked set>` is the image;
+`ipyskills-deps:r-<hash of base image id + index settings + requested specs>` points at it, so the next run
+of a skill asking for the same set from the same index finds its image with a single lookup and never
+resolves again. A failed build leaves nothing tagged.
+
+Every layer is labelled, intermediate ones included (the LABEL comes first in the Dockerfile), with the
+owner's pid and host: a build cut short (Ctrl-C, kill -9) leaves dangling layers that are pruned on the
+failure itself or, for a dead owner, by the next build and `ipyskills sandbox cleanup --images`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shlex
 import shutil
-import tempfile
+import socket
 import threading
 import time
 from pathlib import Path
 
 from ...errors import ProvisionError, SandboxError
 from ..docker import client as docker_client
-from ..wheels import Target, compile_lock, install_target, lock_names
+from ..owners import pid_alive
+from ..scratch import scratch_dir
+from ..wheels import Target, compile_lock, index_fingerprint, install_target, lock_names
 from . import Progress, Provisioned, Timer, _quiet, missing_from
 from .sdist import docker_builder, resolve_with_sdists
 
@@ -31,6 +40,7 @@ REPOSITORY = "ipyskills-deps"
 LABEL = "ipyskills.deps"  # "1" on every derived image (what `sandbox cleanup --images` looks at)
 LABEL_BASE = "ipyskills.deps.base"  # the id of the image it was built FROM
 LABEL_INSTALLED = "ipyskills.deps.installed"  # JSON list of "name==version"
+LABEL_OWNER = "ipyskills.deps.owner"  # "<host>:<pid>:<build token>" of the build (on every layer)
 SITE = "/usr/local/lib/python{version}/dist-packages"  # on the image's python3 path, after the stdlib
 HIT_TTL = 60.0  # seconds a found image is trusted without asking the engine again (a rebuilt base image
 # is noticed after that; a removed dependency image is rebuilt at once: see runner.run)
@@ -40,6 +50,7 @@ HIT_TTL = 60.0  # seconds a found image is trusted without asking the engine aga
 DOCKERFILE = """\
 ARG BASE
 FROM ${BASE}
+LABEL %(labels)s
 USER 0:0
 COPY site/ %(site)s/
 COPY bin/ /usr/local/bin/
@@ -53,8 +64,10 @@ _building_lock = threading.Lock()
 
 
 def request_tag(base_id: str, specs: list[str]) -> str:
-    digest = hashlib.sha256((base_id + "\n" + "\n".join(sorted(set(specs)))).encode()).hexdigest()
-    return f"{REPOSITORY}:r-{digest[:16]}"
+    """The tag for `specs` on `base_id` resolved from the index configured now (JSON-joined: specs are
+    never joined with a separator they could contain)."""
+    key = json.dumps([base_id, index_fingerprint(), sorted(set(specs))])
+    return f"{REPOSITORY}:r-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
 def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, reasons: list[str],
@@ -66,7 +79,7 @@ def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, r
     import docker.errors
 
     endpoint = str(getattr(client.api, "base_url", ""))
-    recent = (endpoint, base_image, tuple(sorted(set(specs))))
+    recent = (endpoint, base_image, index_fingerprint(), tuple(sorted(set(specs))))
     hit = _hits.get(recent)
     if hit is not None and time.monotonic() - hit[0] < HIT_TTL:
         return hit[1]  # no engine call at all: a run of a provisioned skill costs what any other run does
@@ -81,7 +94,7 @@ def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, r
     with _lock_for(alias):
         found = _existing(client, alias)
         if found is None:
-            with tempfile.TemporaryDirectory(prefix="ipyskills-built-") as built:
+            with scratch_dir("built") as built:
                 found = _provision(client, base_image, base_id, specs, alias, base_lock, reasons, progress,
                                    Path(built) if allow_sdist else None)
         _hits[recent] = (time.monotonic(), found)
@@ -135,7 +148,8 @@ def _provision(client, base_image: str, base_id: str, specs: list[str], alias: s
         progress("dependencies: everything needed is already in the sandbox image")
         client.images.get(base_id).tag(*alias.split(":"))
         return Provisioned(image="", built=False, seconds=timer.seconds)
-    tag = f"{REPOSITORY}:{hashlib.sha256((base_id + new_lock).encode()).hexdigest()[:16]}"
+    key = json.dumps([base_id, index_fingerprint(), new_lock])
+    tag = f"{REPOSITORY}:{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if _existing(client, tag) is None:
         progress(f"dependencies: installing {len(installed)} distribution(s): {', '.join(installed)}")
         _build(client, base_id, new_lock, installed, tag, target, progress, built)
@@ -149,8 +163,8 @@ def _build(client, base_id: str, lock: str, installed: list[str], tag: str, targ
     import docker.errors
 
     site = SITE.format(version=target.python_version)
-    with tempfile.TemporaryDirectory(prefix="ipyskills-deps-") as ctx:
-        context = Path(ctx)
+    with scratch_dir("deps") as context:
+        ctx = str(context)
         install_target(lock, context / "site", target, log=progress, find_links=str(built) if built else None)
         (context / "site" / ".lock").unlink(missing_ok=True)  # uv's lock file, not part of any package
         bin_dir = context / "site" / "bin"
@@ -164,7 +178,9 @@ def _build(client, base_id: str, lock: str, installed: list[str], tag: str, targ
         _world_readable(context / "bin")
         entries = " ".join(shlex.quote(p.name) for p in sorted((context / "site").iterdir())
                            if not p.name.endswith(".dist-info")) or "."
-        (context / "Dockerfile").write_text(DOCKERFILE % {"site": site, "entries": entries})
+        owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+        layer_labels = " ".join(f"{k}={json.dumps(v)}" for k, v in {LABEL: "1", LABEL_OWNER: owner}.items())
+        (context / "Dockerfile").write_text(DOCKERFILE % {"site": site, "entries": entries, "labels": layer_labels})
         labels = {LABEL: "1", LABEL_BASE: base_id, LABEL_INSTALLED: json.dumps(installed)}
         progress(f"dependencies: building {tag} with the network off")
         try:
@@ -174,10 +190,14 @@ def _build(client, base_id: str, lock: str, installed: list[str], tag: str, targ
                 if "error" in chunk:
                     raise SandboxError(f"building the dependency image failed: {chunk['error'].strip()}")
         except docker.errors.APIError as exc:
+            prune_dangling(client, build=owner)
             raise SandboxError(f"building the dependency image failed: {exc.explanation or exc}") from None
         except docker_client.engine_errors() as exc:
             raise SandboxError(f"lost contact with the Docker engine while building the dependency image "
                                f"({docker_client.short(exc)})") from None
+        except BaseException:  # a build error, or Ctrl-C: the layers made so far are ours to remove
+            prune_dangling(client, build=owner)
+            raise
 
 
 def unused_tags(client, wanted: set[str]) -> list[str]:
@@ -206,4 +226,30 @@ def remove_tags(client, tags: list[str]) -> list[str]:
             continue
         except docker.errors.APIError:  # in use by a container: kept, and tried again next time
             continue
+    return removed
+
+
+def prune_dangling(client, build: str | None = None) -> list[str]:
+    """Remove untagged layers that dependency builds left: those of one `build` (its owner label, after
+    that build failed or was interrupted), or else those whose owner on this host is gone. Layers of a
+    build still running are kept. Returns the ids removed."""
+    import docker.errors
+
+    host = socket.gethostname()
+    removed = []
+    try:
+        dangling = client.images.list(filters={"dangling": True, "label": f"{LABEL}=1"})
+    except (docker.errors.APIError, *docker_client.engine_errors()):
+        return removed
+    for image in dangling:
+        owner = (image.labels or {}).get(LABEL_OWNER, "")
+        where, pid, _token = (owner.split(":") + ["", "", ""])[:3]
+        if build is not None:
+            if owner != build:
+                continue
+        elif where != host or not pid.isdigit() or pid_alive(int(pid)):
+            continue
+        with contextlib.suppress(docker.errors.APIError, *docker_client.engine_errors()):
+            client.images.remove(image.id, noprune=False)
+            removed.append(image.id)
     return removed

@@ -5,16 +5,23 @@ the packages it already has (that is its baseline), and a venv would hide them. 
 is missing, resolved with everything this Python has pinned as constraints, so nothing it ships is
 replaced under it. Folders live in the user's cache (`$XDG_CACHE_HOME/ipyskills/sites`, or
 `/var/cache/ipyskills/sites` for root, whose runs use other uids that cannot enter /root), keyed by a hash
-of the interpreter, its packages and the requested set; one is written under a temporary name and renamed
-when complete, so a crash never leaves a half-filled folder in use.
+of the interpreter, its packages, the index settings and the requested set; one is written under a
+temporary name (`.partial-<pid>-…`, removed by the next provisioning once that pid is gone) and renamed when
+complete, so a crash never leaves a half-filled folder in use.
+
+Tampering: the folder is made read-only, but a run as the same user could change its modes back. Where
+runs cannot write it (root's runs use other uids; Landlock gives a run write access to its own folders
+only), it is reused as it is. Elsewhere every file is checked against its wheel's RECORD hashes before
+each reuse, and a file that is changed, added or missing means the folder is made again.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
-import shutil
+import re
 import sys
 import tempfile
 import threading
@@ -22,7 +29,9 @@ from importlib import metadata
 from pathlib import Path
 
 from ...errors import SandboxError
-from ..wheels import Target, compile_lock, install_target, normalize
+from ..owners import pid_alive
+from ..scratch import cache_base, remove_tree, scratch_dir
+from ..wheels import Target, compile_lock, index_fingerprint, install_target, normalize
 from . import Progress, Provisioned, Timer, _quiet, missing_from
 from .sdist import engine_builder, resolve_with_sdists
 
@@ -31,12 +40,7 @@ _lock = threading.Lock()
 
 
 def cache_root() -> Path:
-    if os.environ.get("IPYSKILLS_CACHE_DIR"):
-        return Path(os.environ["IPYSKILLS_CACHE_DIR"]) / "sites"
-    if os.geteuid() == 0:
-        return Path("/var/cache/ipyskills/sites")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ipyskills" / "sites"
+    return cache_base() / "sites"
 
 
 def present_distributions() -> dict[str, str]:
@@ -56,15 +60,101 @@ def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _q
     needs a Docker engine even on the local backend: the build code never runs on this machine)."""
     present = present_distributions()
     constraints = "".join(f"{name}=={version}\n" for name, version in sorted(present.items()))
-    key = hashlib.sha256(json.dumps([sys.executable, sys.version, constraints, sorted(set(specs))]).encode())
+    key = hashlib.sha256(json.dumps([sys.executable, sys.version, constraints, index_fingerprint(),
+                                     sorted(set(specs))]).encode())
     site = cache_root() / key.hexdigest()[:16]
     with _lock:
+        remove_dead_partials(site.parent)
         done = _read_marker(site)
+        checked = done is not None and done and not runs_cannot_write()
+        if checked:
+            problem = tampered(site)
+            if problem:
+                progress(f"dependencies: {site} was changed since it was made ({problem}); making it again")
+                _discard(site)
+                done = None
         if done is not None:
-            return Provisioned(installed=done, site=str(site) if done else "", built=False)
-        with tempfile.TemporaryDirectory(prefix="ipyskills-built-") as built:
-            return _provision(site, specs, constraints, present, reasons, progress,
-                              (Path(built), sdist_image) if sdist_image else None)
+            return Provisioned(installed=done, site=str(site) if done else "", built=False, verified=checked)
+        with scratch_dir("built") as built:
+            made = _provision(site, specs, constraints, present, reasons, progress,
+                              (built, sdist_image) if sdist_image else None)
+            made.verified = bool(made.site) and not runs_cannot_write()
+            return made
+
+
+def runs_cannot_write() -> bool:
+    """True when no run can write the folders: root's runs use other uids, and Landlock confines a run's
+    writes to its own folders."""
+    if os.geteuid() == 0:
+        return True
+    from ..local.isolation import landlock_abi
+
+    return landlock_abi() >= 1
+
+
+def tampered(site: Path) -> str:
+    """'' when every file in `site` is one its wheels' RECORD lists, with the hash and size recorded;
+    else the first difference found."""
+    expected: dict[str, tuple[str, str]] = {}
+    try:
+        for record in site.glob("*.dist-info/RECORD"):
+            for line in record.read_text(encoding="utf-8").splitlines():
+                path, _, rest = line.partition(",")
+                digest, _, size = rest.partition(",")
+                expected[os.path.normpath(path)] = (digest, size)
+    except (OSError, UnicodeDecodeError):
+        return "a RECORD file cannot be read"
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(site):
+        for name in dirnames:
+            if os.path.islink(os.path.join(dirpath, name)):
+                return f"a link {os.path.relpath(os.path.join(dirpath, name), site)}"
+        for name in filenames:
+            rel = os.path.relpath(os.path.join(dirpath, name), site)
+            if rel == MARKER:
+                continue
+            want = expected.get(rel)
+            if want is None:
+                return f"{rel} is not part of any installed wheel"
+            seen += 1
+            if rel.endswith(".dist-info/RECORD") or not want[0]:
+                continue
+            if _record_hash(os.path.join(dirpath, name)) != want[0]:
+                return f"{rel} does not match its RECORD hash"
+    missing = [p for p in expected if not p.endswith(".pyc") and not os.path.lexists(site / p)]
+    return f"{missing[0]} is missing" if missing else ""
+
+
+def _record_hash(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+
+
+def _discard(site: Path) -> None:
+    aside = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-", dir=site.parent))
+    try:
+        os.rename(site, aside / "old")
+    except OSError:
+        pass
+    remove_tree(aside)
+
+
+def remove_dead_partials(root: Path) -> list[str]:
+    """Half-made folders (`.partial-<pid>-…`) whose maker is gone."""
+    removed = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = re.match(r"^\.partial-(\d+)-", entry.name)
+        if m and entry.is_dir(follow_symlinks=False) and not pid_alive(int(m.group(1))):
+            remove_tree(Path(entry.path))
+            removed.append(entry.path)
+    return removed
 
 
 def _read_marker(site: Path) -> list[str] | None:
@@ -92,7 +182,7 @@ def _provision(site: Path, specs, constraints, present, reasons, progress, sdist
     try:
         site.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(site.parent, 0o755)  # runs as other uids (root's case) must be able to read it
-        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=site.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-", dir=site.parent))
     except OSError as exc:
         raise SandboxError(f"cannot create the dependency folder under {site.parent}: {exc.strerror}; set "
                            "IPYSKILLS_CACHE_DIR to a writable folder") from None
@@ -116,7 +206,8 @@ def _provision(site: Path, specs, constraints, present, reasons, progress, sdist
             if _read_marker(site) is None:
                 raise
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging.exists():
+            remove_tree(staging)
     progress(f"dependencies: ready in {timer.seconds:.1f} s ({site})")
     return Provisioned(installed=installed, site=str(site) if installed else "", built=bool(installed),
                        seconds=timer.seconds, reasons=reasons)

@@ -8,28 +8,29 @@ still never runs on the host:
 2. the host resolves what the build needs (`build` plus the backend named in the sdist's
    `[build-system]`, or setuptools when it names none) as hash-checked wheels for the sandbox image's
    Python and unpacks them into the container's build context;
-3. a container of the sandbox image unpacks the sdist and runs `python3 -m build --wheel --no-isolation`
-   with the network off, as uid 1000, with every capability dropped, the sandbox's seccomp profile, a
-   memory, process and CPU limit and a deadline; files travel in and out through the engine's archive API,
-   so a remote engine works too. A backend that asks for more than it declared (`Missing dependencies`)
-   gets those resolved on the host and one more try;
-4. the wheel it made is copied out and becomes an ordinary wheel for uv (a `--find-links` folder): it is
-   resolved, hashed into the lock and installed exactly like one from the index.
-The container is removed whatever happens (and carries the owner labels, so `sandbox cleanup` removes it
-if this process is killed mid-build).
+3. the build is an ordinary sandbox run (`DockerBackend.run`): a container of the sandbox image, network
+   off, uid 1000, no capabilities, the sandbox's seccomp profile, a read-only root, size-capped tmpfs for
+   the workspace, /tmp and the output folder, memory, process and CPU limits, and the launcher's own
+   deadline, so a build whose owner dies ends by itself. The build tools and a small build script are the
+   run's "skill" (read-only); the sdist is staged into the workspace; `python3 -m build --wheel
+   --no-isolation` writes the wheel to the output folder, which comes back as the run's artifact. A
+   backend that reports more missing build requirements (`Missing dependencies`) gets one more try, but
+   only with names the sdist declares itself (pyproject `[build-system]`, setup.cfg `setup_requires`):
+   the build's log is the package's own text and never chooses what the host resolves;
+4. the wheel becomes an ordinary wheel for uv (a `--find-links` folder): it is resolved, hashed into the
+   lock and installed exactly like one from the index.
+Every requirement read from the sdist is checked as PEP 508 data first (`core.requirement_text`).
+The container is removed whatever happens, and carries the owner labels, so `sandbox cleanup` removes it
+if this process is killed mid-build.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import shutil
-import socket
 import tarfile
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -37,28 +38,32 @@ import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 
+from ...core.requirement_text import UnsafeRequirement, checked, shown
 from ...errors import ProvisionError, SandboxError
+from ..scratch import make_scratch_dir, remove_tree, scratch_dir
 from ..wheels import IMAGE_PYTHON_VERSION, Log, NoWheel, Target, compile_lock, install_target, normalize
 
 BUILD_TIMEOUT = 600.0  # seconds one build may take (a pure-Python sdist takes a few)
-BUILD_MEMORY = "1g"
-BUILD_PIDS = 256
-BUILD_CPUS = 1.0
+# One build's sandbox: the tmpfs folders are charged to its memory, so the disk a build can fill is capped
+# by these sizes (a writable root would have let it fill the engine's disk).
+BUILD_LIMITS = {"memory": "2g", "pids": 256, "cpus": 1.0, "tmp_size": "512m", "workspace_size": "1g",
+                "input_cap": "128m", "output_cap": 256 * 1024, "artifact_cap": "256m", "artifact_files": 20}
 MAX_SDIST_BYTES = 100 * 1024**2
-MAX_WHEEL_BYTES = 1024**3  # what a build may hand back
 MAX_ROUNDS = 6  # resolve rounds: each may find one more sdist-only distribution (a dependency of the last)
 DEFAULT_BUILD_REQUIRES = ["setuptools>=40.8.0"]  # PEP 517's fallback for an sdist without [build-system]
-LABEL_SDIST_BUILD = "ipyskills.sdist-build"  # on build containers: the distribution being built
 LOG_TAIL = 1500  # characters of the build log an error quotes
-LOG_LINES = 400  # lines of the build log read back (the end: errors and "Missing dependencies")
 
-# Unpack the sdist (inside the container: its archive is untrusted too), then build from its top folder.
+# Runs in the sandbox as the build "skill"'s script; argv[1] is the sdist staged into the workspace. It is
+# unpacked in the sandbox (the archive is untrusted too), into /tmp, so the workspace holds only the sdist
+# and nothing of the source tree comes back as an artifact.
 _BUILD_SCRIPT = r"""
 import os, shutil, subprocess, sys
-shutil.unpack_archive('/build/in/' + sys.argv[1], '/build/src')
-top = [e for e in os.listdir('/build/src') if os.path.isdir(os.path.join('/build/src', e))]
-src = os.path.join('/build/src', top[0]) if len(top) == 1 else '/build/src'
-sys.exit(subprocess.call([sys.executable, '-m', 'build', '--wheel', '--no-isolation', '--outdir', '/build/out', src]))
+shutil.unpack_archive(sys.argv[1], '/tmp/src')
+top = [e for e in os.listdir('/tmp/src') if os.path.isdir(os.path.join('/tmp/src', e))]
+src = os.path.join('/tmp/src', top[0]) if len(top) == 1 else '/tmp/src'
+os.chdir('/tmp')
+sys.exit(subprocess.call([sys.executable, '-m', 'build', '--wheel', '--no-isolation', '--outdir',
+                          os.environ['IPYSKILLS_OUTPUT'], src]))
 """
 
 
@@ -82,8 +87,8 @@ def resolve_with_sdists(specs: list[str], target: Target, *, constraints: str, w
             built.add(name)
             log(f"dependencies: {name} has no wheel; building it from its source distribution "
                 "(allow_sdist) in a throwaway container with the network off")
-            with tempfile.TemporaryDirectory(prefix="ipyskills-sdist-") as tmp:
-                sdist = fetch_sdist(name, _specifier_for(name, specs), Path(tmp), target.python_version, log)
+            with scratch_dir("sdist") as tmp:
+                sdist = fetch_sdist(name, _specifier_for(name, specs), tmp, target.python_version, log)
                 builder(sdist, name, wheel_dir)
     raise ProvisionError(f"building from source did not converge after {MAX_ROUNDS} rounds ({', '.join(built)})")
 
@@ -217,7 +222,8 @@ def _get(url: str, doing: str, *, accept: str = "*/*", limit: int = 20 * 1024**2
 
 def build_requires(sdist: Path) -> list[str]:
     """`[build-system].requires` of the sdist's pyproject.toml (read from the archive, not unpacked), or
-    setuptools when it has none."""
+    setuptools when it has none, each in its normalised PEP 508 form. A ProvisionError when any entry is
+    not plain requirement data: the sdist wrote it, and it would go to the resolver on the host."""
     try:
         import tomllib
     except ImportError:  # Python 3.10: setuptools first, and the build's own report adds what is missing
@@ -227,12 +233,43 @@ def build_requires(sdist: Path) -> list[str]:
         return list(DEFAULT_BUILD_REQUIRES)
     try:
         system = tomllib.loads(text).get("build-system") or {}
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError, MemoryError):
         return list(DEFAULT_BUILD_REQUIRES)
-    requires = system.get("requires")
+    requires = system.get("requires") if isinstance(system, dict) else None
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         return list(DEFAULT_BUILD_REQUIRES)
-    return requires
+    return [_declared_build_requirement(sdist, r) for r in requires]
+
+
+def _declared_build_requirement(sdist: Path, text: str) -> str:
+    try:
+        return checked(text)[1]
+    except UnsafeRequirement as why:
+        raise ProvisionError(f"{sdist.name} declares the build requirement '{shown(text)}', which is not a "
+                             f"plain requirement ({why}); refusing to build it") from None
+
+
+def declared_build_names(sdist: Path) -> set[str]:
+    """The distributions the sdist itself names as build requirements: pyproject `[build-system]
+    .requires` and setup.cfg `[options] setup_requires` (setuptools' backend asks for those). The only
+    names a "missing dependencies" retry may add."""
+    names = {normalize(checked(r)[0]) for r in build_requires(sdist)}
+    text = _member_text(sdist, "setup.cfg")
+    if text:
+        import configparser
+
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(text)
+            listed = parser.get("options", "setup_requires", fallback="")
+        except (configparser.Error, RecursionError, MemoryError):
+            listed = ""
+        for line in listed.replace(";", "\n").splitlines():
+            try:
+                names.add(normalize(checked(line)[0]))
+            except UnsafeRequirement:
+                continue
+    return names
 
 
 def _member_text(sdist: Path, basename: str) -> str | None:
@@ -257,7 +294,7 @@ def _member_text(sdist: Path, basename: str) -> str | None:
     return None
 
 
-# -- the build, in a container ------------------------------------------------------------------------------
+# -- the build, in the sandbox -----------------------------------------------------------------------------
 
 def docker_builder(client, image: str, *, log: Log = print, timeout: float = BUILD_TIMEOUT):
     """A builder(sdist, name, out_dir) for resolve_with_sdists that builds in containers of `image`."""
@@ -287,17 +324,26 @@ def engine_builder(image: str, *, log: Log = print, timeout: float = BUILD_TIMEO
 
 def build_wheel(client, image: str, sdist: Path, name: str, out_dir: Path, *, log: Log = print,
                 timeout: float = BUILD_TIMEOUT) -> Path:
-    """Build `sdist` into a wheel in a throwaway container of `image` and copy it to `out_dir`."""
+    """Build `sdist` into a wheel in a throwaway sandbox run of `image` and write it to `out_dir`."""
     requires = build_requires(sdist)
     for _attempt in range(2):
-        tools = _build_tools(requires, name, log)
-        code, output, wheel = _run_build(client, image, sdist, tools, name, out_dir, log, timeout)
+        code, output, wheel = _run_build(client, image, sdist, requires, name, out_dir, log, timeout)
         if wheel is not None:
             return wheel
         missing = _missing_dependencies(output)
-        if code != 0 and missing and not set(missing) <= set(requires):
-            log(f"  the build of {name} also needs {', '.join(missing)}; trying once more with them")
-            requires = sorted(set(requires) | set(missing))
+        have = {_name_of(r) for r in requires}
+        extra = [m for m in missing if _name_of(m) not in have]
+        if code != 0 and extra:
+            allowed = declared_build_names(sdist)
+            undeclared = [m for m in extra if _name_of(m) not in allowed]
+            if undeclared:
+                raise ProvisionError(
+                    f"the build of {name} asks for {', '.join(shown(m) for m in undeclared)}, which its "
+                    f"source distribution does not declare (pyproject [build-system] or setup.cfg "
+                    f"setup_requires); a build's own output never chooses what is installed. Pin a version "
+                    f"of {name} that publishes a wheel, or pick another package")
+            log(f"  the build of {name} also needs {', '.join(extra)}; trying once more with them")
+            requires = sorted(set(requires) | set(extra))
             continue
         break
     tail = output.strip()[-LOG_TAIL:]
@@ -306,8 +352,13 @@ def build_wheel(client, image: str, sdist: Path, name: str, out_dir: Path, *, lo
                          f"publishes a wheel, or pick another package. The end of the build log:\n{tail}")
 
 
+def _name_of(requirement: str) -> str:
+    return normalize(checked(requirement)[0])
+
+
 def _missing_dependencies(output: str) -> list[str]:
-    """The requirements `python -m build --no-isolation` reports as missing."""
+    """The requirements `python -m build --no-isolation` reports as missing, as plain requirements
+    (anything else on those lines is dropped: the log is the package's text)."""
     lines = output.splitlines()
     for i, line in enumerate(lines):
         if "Missing dependencies:" in line:
@@ -315,162 +366,91 @@ def _missing_dependencies(output: str) -> list[str]:
             for nxt in lines[i + 1:]:
                 if not nxt.startswith(("\t", " ")) or not nxt.strip():
                     break
-                found.append(nxt.strip().split(" -> ")[0].strip())
+                try:
+                    found.append(checked(nxt.strip().split(" -> ")[0].strip())[1])
+                except UnsafeRequirement:
+                    continue
             return found
     return []
 
 
 def _build_tools(requires: list[str], name: str, log: Log) -> Path:
-    """`build` and the backend, resolved wheels-only for the image and unpacked into a temp folder
-    (the caller's _run_build removes it)."""
+    """The build "skill": `build` and the backend resolved wheels-only for the image and unpacked into
+    tools/site, beside build.py. A private folder the caller removes."""
     target = Target.for_image()
     try:
         lock = compile_lock(["build>=1.0", *requires], target, log=log)
     except ProvisionError as exc:
         raise ProvisionError(f"the build requirements of {name} ({', '.join(requires)}) cannot be "
                              f"installed as wheels: {exc}") from None
-    tools = Path(tempfile.mkdtemp(prefix="ipyskills-buildtools-"))
+    folder = make_scratch_dir("buildtools")
     try:
-        install_target(lock, tools / "site", target, log=log)
+        install_target(lock, folder / "tools" / "site", target, log=log)
+        (folder / "tools" / "site" / ".lock").unlink(missing_ok=True)
+        (folder / "build.py").write_text(_BUILD_SCRIPT)
+        from ..docker.image import _world_readable
+
+        _world_readable(folder)  # the run's uid 1000 reads it through a read-only mount
+        os.chmod(folder, 0o755)
     except BaseException:
-        shutil.rmtree(tools, ignore_errors=True)
+        remove_tree(folder)
         raise
-    return tools
+    return folder
 
 
-def _run_build(client, image, sdist: Path, tools: Path, name: str, out_dir: Path, log: Log,
+def _run_build(client, image, sdist: Path, requires: list[str], name: str, out_dir: Path, log: Log,
                timeout: float) -> tuple[int | None, str, Path | None]:
-    """One build container: (exit code, its output, the wheel copied to out_dir or None). The container
-    and the `tools` folder are removed whatever happens."""
-    import docker.errors
-    from docker.types import LogConfig
+    """One build run: (exit code, its output, the wheel written to out_dir or None). Nothing of it is
+    left: the run's container is removed like any run's, the build folder here."""
+    from ..docker.backend import WORKSPACE, DockerBackend
+    from ..inputs import stage_inputs
+    from ..policy import Limits
+    from ..runner import RunRequest
 
-    from ..docker import backend as docker_backend
-    from ..docker import client as docker_client
-
-    container = None
+    limits = Limits(timeout=timeout, **BUILD_LIMITS)
+    tools = _build_tools(requires, name, log)
     try:
-        archive = _context_archive(sdist, tools)
-        labels = {docker_backend.LABEL: "1", docker_backend.LABEL_PID: str(os.getpid()),
-                  docker_backend.LABEL_HOST: socket.gethostname(), LABEL_SDIST_BUILD: name}
-        api = client.api
-        host_config = api.create_host_config(
-            network_mode="none", cap_drop=["ALL"],
-            security_opt=["no-new-privileges:true", f"seccomp={docker_backend.seccomp_profile()}"],
-            mem_limit=BUILD_MEMORY, memswap_limit=BUILD_MEMORY, pids_limit=BUILD_PIDS,
-            nano_cpus=int(BUILD_CPUS * 1e9), ipc_mode="private",
-            # the engine keeps at most 1 MB of what the build prints (it is read once, at the end)
-            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-        )
-        config = api.create_container_config(
-            image, command=["python3", "-c", _BUILD_SCRIPT, sdist.name], user="1000:1000", working_dir="/build",
-            environment={"PYTHONPATH": "/build/tools/site", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
-                         "SOURCE_DATE_EPOCH": "315532800"},
-            labels=labels, host_config=host_config)
-        container = api.create_container_from_config(config)["Id"]
-        with open(archive, "rb") as stream:
-            api.put_archive(container, "/", stream)
+        request = RunRequest(
+            skill_name=f"build of {name}", skill_dir=tools, script="build.py", args=[f"{WORKSPACE}/{sdist.name}"],
+            limits=limits, image=image, inputs=stage_inputs([sdist], limits.input_cap), workdir="skill",
+            env={"PYTHONPATH": "/skill/tools/site", "SOURCE_DATE_EPOCH": "315532800"})
+        log(f"  building {sdist.name} (network off, uid 1000, read-only root, "
+            f"{limits.memory // 1024**2} MiB memory, {timeout:.0f} s at most)")
         t0 = time.monotonic()
-        log(f"  building {sdist.name} (network off, uid 1000, {BUILD_MEMORY} memory, {timeout:.0f} s at most)")
-        api.start(container)
-        code = _wait(api, container, timeout)
-        output = api.logs(container, stdout=True, stderr=True, tail=LOG_LINES).decode(errors="replace")
-        if code is None:
-            return None, output + f"\n[stopped: the build took longer than {timeout:.0f} s]", None
-        if code != 0:
-            return code, output, None
-        wheel = _copy_wheel(api, container, name, out_dir)
-        log(f"  built {wheel.name} in {time.monotonic() - t0:.1f} s")
-        return code, output, wheel
-    except docker.errors.ImageNotFound:
-        raise SandboxError(f"the sandbox image {image} is not present: build the image: "
-                           "ipyskills sandbox build [--offline]") from None
-    except docker.errors.APIError as exc:
-        detail = str(exc.explanation or exc)
-        if container is not None and ("No such container" in detail or "marked for removal" in detail):
-            raise SandboxError(f"the build container for {name} was removed while it ran (by `ipyskills "
-                               "sandbox cleanup --all` or `docker rm`?); try again") from None
-        raise SandboxError(f"Docker refused the build container for {name}: {detail}") from None
-    except docker_client.engine_errors() as exc:
-        raise SandboxError(f"lost contact with the Docker engine while building {name} "
-                           f"({docker_client.short(exc)})") from None
+        result = DockerBackend(image=image, client=client).run(request)
     finally:
-        if container is not None:
-            with contextlib.suppress(Exception):
-                client.api.remove_container(container, force=True)
-        shutil.rmtree(tools, ignore_errors=True)
+        remove_tree(tools)
+    output = result.stdout + ("\n" if result.stdout and not result.stdout.endswith("\n") else "") + result.stderr
+    if result.timed_out:
+        return None, output + f"\n[stopped: the build took longer than {timeout:.0f} s]", None
+    if result.oom_killed:
+        return None, output + f"\n[stopped: the build ran out of its {limits.memory // 1024**2} MiB memory]", None
+    if result.exit_code != 0:
+        return result.exit_code, output, None
+    wheel = _wheel_from(result.artifacts, name, out_dir)
+    log(f"  built {wheel.name} in {time.monotonic() - t0:.1f} s")
+    return 0, output, wheel
 
 
-def _wait(api, container: str, timeout: float) -> int | None:
-    """The exit code, or None after killing a build that outlived `timeout`."""
-    import requests
-
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            with contextlib.suppress(Exception):
-                api.kill(container)
-            return None
-        try:
-            return api.wait(container, timeout=min(left, 30))["StatusCode"]
-        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as exc:
-            if "timed out" not in str(exc).lower():  # not the client's read timeout: the engine is gone
-                raise
-
-
-def _context_archive(sdist: Path, tools: Path) -> Path:
-    """A tar of /build (in/<sdist>, tools/site, out/, src/) owned by uid 1000, for put_archive. Written to a
-    file in `tools` (removed with it), not memory: a backend may ask for big build requirements."""
-    path = tools / "context.tar"
-
-    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 1000
-        info.uname = info.gname = ""
-        return info
-
-    with tarfile.open(path, mode="w") as tar:
-        for folder in ("build", "build/in", "build/out", "build/src", "build/tools"):
-            info = tarfile.TarInfo(folder)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(owned(info))
-        tar.add(sdist, arcname=f"build/in/{sdist.name}", filter=owned)
-        tar.add(tools / "site", arcname="build/tools/site", filter=owned)
-    return path
-
-
-def _copy_wheel(api, container: str, name: str, out_dir: Path) -> Path:
-    """The one wheel of `name` in the container's /build/out, written to out_dir."""
-    stream, _stat = api.get_archive(container, "/build/out")
-    with tempfile.TemporaryFile() as spool:  # what the build wrote is untrusted: on disk, and capped
-        size = 0
-        for chunk in stream:
-            size += len(chunk)
-            if size > MAX_WHEEL_BYTES:
-                raise ProvisionError(f"the build of {name} wrote more than {MAX_WHEEL_BYTES // 1024**2} MB to "
-                                     "its output folder; refusing it")
-            spool.write(chunk)
-        spool.seek(0)
-        return _wheel_from(tarfile.open(fileobj=spool), name, out_dir)
-
-
-def _wheel_from(tar: tarfile.TarFile, name: str, out_dir: Path) -> Path:
+def _wheel_from(artifacts, name: str, out_dir: Path) -> Path:
+    """The one wheel of `name` among the run's artifacts, written to out_dir."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-    with tar:
-        for member in tar:
-            base = os.path.basename(member.name)
-            if not (member.isfile() and base.endswith(".whl")):
-                continue
-            try:
-                wheel_name = parse_wheel_filename(base)[0]
-            except InvalidWheelFilename:
-                continue
-            if normalize(wheel_name) != name:
-                continue
-            out_dir.mkdir(parents=True, exist_ok=True)
-            path = out_dir / base
-            with tar.extractfile(member) as src, open(path, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            return path
+    for artifact in artifacts:
+        base = artifact.path.rsplit("/", 1)[-1]
+        if not base.endswith(".whl") or "/" in artifact.path:
+            continue
+        try:
+            wheel_name = parse_wheel_filename(base)[0]
+        except InvalidWheelFilename:
+            continue
+        if normalize(wheel_name) != name:
+            continue
+        if artifact.data is None:
+            raise ProvisionError(f"the wheel the build of {name} made ({artifact.size:,} bytes) is over the "
+                                 f"{BUILD_LIMITS['artifact_cap']} a build may hand back; refusing it")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / base
+        path.write_bytes(artifact.data)
+        return path
     raise ProvisionError(f"the build of {name} finished but made no wheel named for {name}")
