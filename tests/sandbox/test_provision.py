@@ -293,13 +293,20 @@ def private_tempdir(monkeypatch):
     assert left == [], f"temp files left behind: {left}"
 
 
-def build_containers(client) -> list:
-    """This process's build containers (other processes may be building on the same engine)."""
-    from ipyskills.sandbox.docker.backend import LABEL_PID
-    from ipyskills.sandbox.provision.sdist import LABEL_SDIST_BUILD
+def build_containers(client, wait: float = 15.0) -> list:
+    """This process's sandbox containers, builds included (other processes may be building on the same
+    engine), once their removal (which a build, like any run, hands to a background thread) is done."""
+    import time
 
-    return client.containers.list(ignore_removed=True, all=True,
-                                  filters={"label": [LABEL_SDIST_BUILD, f"{LABEL_PID}={os.getpid()}"]})
+    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+
+    deadline = time.monotonic() + wait
+    while True:
+        found = client.containers.list(ignore_removed=True, all=True,
+                                       filters={"label": [LABEL, f"{LABEL_PID}={os.getpid()}"]})
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
 
 
 @pytest.mark.docker
