@@ -39,8 +39,9 @@ def register(subparsers) -> None:
 
     cleanup = sub.add_parser("cleanup", help="remove leftover sandbox containers (and unused dependency images)",
                              description="Remove sandbox containers whose owning process is gone "
-                             "(or all sandbox containers with --all), and local run folders of dead owners. With --images, also remove dependency "
-                             "images (ipyskills-deps:*) that none of the skills in view needs with the "
+                             "(or all sandbox containers with --all), local run folders and provisioning scratch folders of "
+                             "dead owners. With --images, also remove dangling layers of interrupted dependency "
+                             "builds, and dependency images (ipyskills-deps:*) that none of the skills in view needs with the "
                              "current sandbox images; the skills in view are those of the configured roots, "
                              "or of --dir. A removed dependency image is rebuilt by the next run that needs it.")
     cleanup.add_argument("--all", action="store_true", help="also remove containers of running processes")
@@ -158,32 +159,41 @@ def run_cleanup(args) -> int:
     from ..sandbox.docker.client import connect
     from ..sandbox.local.backend import remove_tree
     from ..sandbox.local.confine import remove_stale
-    from ..sandbox.provision.docker_image import remove_tags, unused_tags
+    from ..sandbox.provision.docker_image import prune_dangling, remove_tags, unused_tags
+    from ..sandbox.provision.local_site import cache_root, remove_dead_partials
+    from ..sandbox.scratch import sweep_dead
     from .core_cmds import make_registry
 
     local = remove_stale(remove_tree)  # local runs whose owner died: their folders (and cgroups)
+    # provisioning's scratch folders and half-made dependency folders of owners that died mid-way
+    scratch = sweep_dead() + remove_dead_partials(cache_root())
     try:
         removed = cleanup(all_owners=args.all)
     except SandboxError:
         if not local:
             raise
         removed = []  # no Docker engine here (Binder): the local part is what there was to do
-    images = []
+    images, layers = [], []
     if args.images:
         client = connect()
         images = remove_tags(client, unused_tags(client, wanted_request_tags(make_registry(args), client)))
+        layers = prune_dangling(client)  # what interrupted dependency builds of dead owners left
     if args.json:
-        print(json.dumps({"removed": removed, "removed_local": local,
-                          **({"removed_images": images} if args.images else {})}))
+        print(json.dumps({"removed": removed, "removed_local": local, "removed_scratch": scratch,
+                          **({"removed_images": images, "removed_layers": layers} if args.images else {})}))
         return 0
     if local:
         print(f"removed {len(local)} local run folder(s) of dead owners: {' '.join(local)}")
+    if scratch:
+        print(f"removed {len(scratch)} provisioning folder(s) of dead owners: {' '.join(scratch)}")
     if removed:
         print(f"removed {len(removed)} sandbox container(s): {' '.join(removed)}")
     else:
         print("no stray sandbox containers")
     if images:
         print(f"removed {len(images)} unused dependency image tag(s): {' '.join(images)}")
+    if args.images and layers:
+        print(f"removed {len(layers)} dangling layer(s) of interrupted dependency builds")
     return 0
 
 

@@ -293,6 +293,15 @@ def _json_type(value: Any) -> str:
 # ------------------------------------------------------------------------------------------ run reports
 
 
+_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(text: str) -> str:
+    """`text` with every character Python or a model may read as a line break escaped, so a value in
+    the report's head can never start a line of its own (a forged `Status:` line)."""
+    return text.translate(_LINE_BREAKS)
+
+
 def run_report(result, cap: int = DEFAULT_OUTPUT_CAP) -> str:
     """The text a model gets for one `ExecuteResult`: a status, then stdout, stderr and artifacts.
 
@@ -309,11 +318,12 @@ def run_report(result, cap: int = DEFAULT_OUTPUT_CAP) -> str:
         head.append("Arguments: " + json.dumps(list(result.args), ensure_ascii=False))
     if getattr(result, "inputs", None):
         head.append("Inputs in the working folder: " + json.dumps(list(result.inputs), ensure_ascii=False))
-    head.append(f"Backend: {result.backend or 'unknown'}" + (f" ({result.isolation})" if result.isolation else ""))
+    head.append(f"Backend: {one_line(result.backend or 'unknown')}"
+                + (f" ({one_line(result.isolation)})" if result.isolation else ""))
     if result.notice:
-        head.append(f"Notice: {result.notice}")
+        head.append(f"Notice: {one_line(result.notice)}")  # it quotes file names a skill chose
     for finding in result.findings:
-        head.append(f"Guard warning: {finding}")
+        head.append(f"Guard warning: {one_line(str(finding))}")
     quarter = max(cap // 4, 200)
     head_text = cap_text(neutralise("\n".join(head)), quarter, result_cap=cap)
     tail = []

@@ -12,7 +12,11 @@ complete, so a crash never leaves a half-filled folder in use.
 Tampering: the folder is made read-only, but a run as the same user could change its modes back. Where
 runs cannot write it (root's runs use other uids; Landlock gives a run write access to its own folders
 only), it is reused as it is. Elsewhere every file is checked against its wheel's RECORD hashes before
-each reuse, and a file that is changed, added or missing means the folder is made again.
+each reuse (and each RECORD against the digest the marker took when the folder was made), and a file that
+is changed, added or missing means the folder is made again. That catches a planted module or a changed
+file; a run that rewrites files, records and marker together is not caught, and neither is anything else
+such a run may write as this user (its home, the kernel's own site-packages): without Landlock or Docker
+the local backend is no boundary for the user's own files, and its isolation line says so.
 """
 
 from __future__ import annotations
@@ -97,13 +101,19 @@ def tampered(site: Path) -> str:
     else the first difference found."""
     expected: dict[str, tuple[str, str]] = {}
     try:
-        for record in site.glob("*.dist-info/RECORD"):
+        made_with = json.loads((site / MARKER).read_text()).get("records") or {}
+        records = sorted(site.glob("*.dist-info/RECORD"))
+        if sorted(made_with) != [str(r.relative_to(site)) for r in records]:
+            return "its list of installed wheels changed"
+        for record in records:
+            if _record_hash(str(record)) != made_with[str(record.relative_to(site))]:
+                return f"{record.relative_to(site)} was rewritten"
             for line in record.read_text(encoding="utf-8").splitlines():
                 path, _, rest = line.partition(",")
                 digest, _, size = rest.partition(",")
                 expected[os.path.normpath(path)] = (digest, size)
-    except (OSError, UnicodeDecodeError):
-        return "a RECORD file cannot be read"
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return "a RECORD file or the folder's marker cannot be read"
     seen = 0
     for dirpath, dirnames, filenames in os.walk(site):
         for name in dirnames:
@@ -193,7 +203,8 @@ def _provision(site: Path, specs, constraints, present, reasons, progress, sdist
         else:
             progress("dependencies: everything needed is already installed here")
         (staging / ".lock").unlink(missing_ok=True)  # uv's world-writable lock file: no channel between runs
-        (staging / MARKER).write_text(json.dumps({"installed": installed, "specs": specs}))
+        records = {str(r.relative_to(staging)): _record_hash(str(r)) for r in staging.glob("*.dist-info/RECORD")}
+        (staging / MARKER).write_text(json.dumps({"installed": installed, "specs": specs, "records": records}))
         os.chmod(staging, 0o755)
         for dirpath, dirnames, filenames in os.walk(staging):
             for name in dirnames + filenames:
