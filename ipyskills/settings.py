@@ -18,7 +18,7 @@ BACKENDS = ("auto", "docker", "local")
 # What a run provisions before it starts: every requirement found, only declared ones, or nothing.
 DEPS_MODES = ("auto", "declared", "off")
 # Settings given in bytes that also take a size like '256m' or '1g' (IPYSKILLS_INPUT_CAP=256m).
-SIZE_FIELDS = ("input_cap", "workspace_size")
+SIZE_FIELDS = ("input_cap", "workspace_size", "deps_max_size")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class Settings:
     pool_max: int = 8  # the warm pool grows to the recent burst of parallel runs, up to this (at most 8)
     deps: str = "auto"  # provision a skill's Python requirements before its first run (see DEPS_MODES)
     allow_sdist: bool = False  # build a package that has no wheel from its sdist, in a network-off container
+    deps_max_count: int = 100  # distributions one provisioning may add
+    deps_max_size: int = 2 * 1024**3  # their total download size (a size like 2g)
 
     def __post_init__(self):
         # Sizes may be given as '256m' or a number of bytes; stored as bytes, checked here so a bad value

@@ -281,8 +281,14 @@ class SkillRegistry:
             requirements=self.requirements(meta.name),  # also says which image profile the scripts need
             deps=deps,
             allow_sdist=self.settings.allow_sdist,
+            deps_budget=self._deps_budget(),
             inputs=staged,
         )
+
+    def _deps_budget(self):
+        from ..sandbox.provision.budget import Budget
+
+        return Budget(max_count=self.settings.deps_max_count, max_bytes=self.settings.deps_max_size)
 
     def install_requirements(self, name: str, *, backend: str | None = None, deps: str | None = None,
                              progress=None):
@@ -294,6 +300,7 @@ class SkillRegistry:
         deps = check_deps_mode(self.settings.deps if deps is None else deps)
         request = runner.RunRequest(skill_name=meta.name, skill_dir=meta.path.resolve(), script="",
                                     image=self.settings.image, deps=deps, allow_sdist=self.settings.allow_sdist,
+                                    deps_budget=self._deps_budget(),
                                     requirements=None if deps == "off" else self.requirements(meta.name))
         impl, _notice = runner.select_backend(self.settings.backend if backend is None else backend,
                                               request.image, self.settings)

@@ -37,6 +37,8 @@ TRAIT_FIELDS = {
     "pool_max": "pool_max",
     "deps": "deps",
     "allow_sdist": "allow_sdist",
+    "deps_max_count": "deps_max_count",
+    "deps_max_size": "deps_max_size",
 }
 
 
@@ -84,6 +86,12 @@ class IPySkillsConfig(Configurable):
                        help="Provisioning may build a package that publishes no wheel from its source "
                             "distribution, in a throwaway container with the network off (its build code "
                             "never runs on this machine); off by default.").tag(config=True)
+    deps_max_count = Int(_DEFAULTS.deps_max_count,
+                         help="Distributions one provisioning may add; more is refused before anything is "
+                              "downloaded.").tag(config=True)
+    deps_max_size = Union([Int(), Unicode()], default_value=_DEFAULTS.deps_max_size,
+                          help="The total download size one provisioning may add (bytes, or e.g. 2g); more "
+                               "is refused before anything is downloaded.").tag(config=True)
     authoring_root = Unicode("./skills", help="Where %%skill writes a skill that does not exist yet."
                              ).tag(config=True)
     table_rows = Int(50, help="Catalog rows shown before the table says 'showing N of M'.").tag(config=True)

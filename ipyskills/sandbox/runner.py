@@ -31,6 +31,7 @@ class RunRequest:
     requirements: object = None  # core.requirements.SkillRequirements, when dependencies are provisioned
     deps: str = "off"  # settings.DEPS_MODES: which of those requirements to provision
     allow_sdist: bool = False  # a requirement without a wheel is built from its sdist in a container
+    deps_budget: object = None  # provision.budget.Budget: what one provisioning may add (None: the default)
     inputs: object = None  # inputs.StagedInputs: host files staged into the workspace
     on_output: object = None  # on_output(stream, text): "stdout"/"stderr" text as it arrives (capped)
     workdir: str = "workspace"  # the working directory: "workspace" (writable) or "skill" (read-only)
@@ -167,14 +168,16 @@ def _provision_on(impl, request: RunRequest, wanted: list, specs: list[str], rep
         from .provision.docker_image import ensure_image
 
         done = ensure_image(impl.client(), request.image or impl.image, specs, base_lock=base_lock(),
-                            reasons=reasons_for(wanted), progress=report, allow_sdist=request.allow_sdist)
+                            reasons=reasons_for(wanted), progress=report, allow_sdist=request.allow_sdist,
+                            budget=request.deps_budget)
         if done.image:
             request.image = done.image
     else:
         from .provision.local_site import ensure_site
 
         done = ensure_site(specs, reasons=reasons_for(wanted), progress=report,
-                           sdist_image=(request.image or DEFAULT_IMAGE) if request.allow_sdist else None)
+                           sdist_image=(request.image or DEFAULT_IMAGE) if request.allow_sdist else None,
+                           budget=request.deps_budget)
         if done.site:
             request.env = {**request.env, "PYTHONPATH": done.site}
     return done

@@ -142,7 +142,8 @@ def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log
             cmd += ["-c", "constraints.txt"]
         if cache_dir:
             cmd += ["--cache-dir", cache_dir]
-        log(f"resolving {len(specs)} requirement(s) for {target.describe()} with uv")
+        log(f"resolving {len(specs)} requirement(s) for {target.describe()} with uv "
+            f"(stopped after {UV_TIMEOUT / 60:.0f} min)")
         code, lines = _run_uv(cmd, tmp, log, "resolving")
         if code != 0:
             message, no_wheel = _compile_error(lines, specs, target, code, pinned=lock_names(constraints))
@@ -318,7 +319,7 @@ def _run_uv(cmd: list[str], cwd: str, log: Log, doing: str) -> tuple[int, list[s
                 news = [ln for ln in lines[shown:] if ln.strip()]
                 shown = len(lines)
                 detail = f": {news[-1].strip()}" if news else ""
-                log(f"  uv still {doing} ({now - t0:.0f} s){detail}")
+                log(f"  uv still {doing} ({now - t0:.0f} s of at most {UV_TIMEOUT:.0f} s){detail}")
                 last = now
     finally:
         if proc.poll() is None:

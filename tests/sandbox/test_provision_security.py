@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -576,3 +577,44 @@ def test_a_script_built_to_exhaust_the_parser_is_skipped_not_raised(tmp_path):
     whys = {f: why for _t, f, _l, why in reqs.skipped}
     assert "scripts/run.py" in whys and "pyproject.toml" in whys, reqs.skipped
     assert "too deeply nested" in whys["scripts/run.py"] or "not valid Python" in whys["scripts/run.py"]
+
+
+# -- 6. budgets ---------------------------------------------------------------------------------------------------
+
+@needs_index
+@pytest.mark.slow
+def test_a_gpu_build_is_refused_with_its_size_before_anything_is_downloaded(tmp_path, private_cache):
+    """A bare `import torch` resolves to the CUDA build (the review: 20 CUDA wheels, several GB)."""
+    root = skill(tmp_path, {"scripts/run.py": "import torch\nprint(torch.__version__)\n"})
+    reg = SkillRegistry([str(root.parent)], settings=Settings(default_roots=False, bundled_skills=False,
+                                                             pool_size=0))
+    lines: list[str] = []
+    with pytest.raises(ProvisionError) as caught:
+        reg.install_requirements("inject", backend="local", progress=lines.append)
+    message = str(caught.value)
+    assert re.search(r"resolve to \d+ GPU-only distribution\(s\) \((cuda|nvidia)-", message), message
+    assert "the sandbox has no GPU" in message
+    assert " GB" in message and "UV_EXTRA_INDEX_URL" in message
+    assert "import in scripts/run.py:1" in message  # which of the skill's lines asked for it
+    assert not any("unpacking" in line for line in lines)  # refused after resolving, before any download
+    assert not [p for p in (private_cache / "sites").iterdir()] if (private_cache / "sites").exists() else True
+
+
+@needs_index
+def test_the_count_and_size_budgets_are_settings(tmp_path, private_cache, monkeypatch):
+    root = skill(tmp_path, {"scripts/run.py": pep723(["markitdown[pptx]==0.1.3"])})
+    monkeypatch.setenv("IPYSKILLS_DEPS_MAX_COUNT", "3")
+    settings = Settings.from_env().with_overrides(default_roots=False, bundled_skills=False, pool_size=0)
+    assert settings.deps_max_count == 3
+    reg = SkillRegistry([str(root.parent)], settings=settings)
+    with pytest.raises(ProvisionError, match=r"resolve to \d+ new distributions, [\d.]+ MB to download, over "
+                                             r"the budget of 3 \(setting deps_max_count"):
+        reg.install_requirements("inject", backend="local")
+    monkeypatch.setenv("IPYSKILLS_DEPS_MAX_COUNT", "100")
+    monkeypatch.setenv("IPYSKILLS_DEPS_MAX_SIZE", "1m")
+    reg = SkillRegistry([str(root.parent)], settings=Settings.from_env().with_overrides(
+        default_roots=False, bundled_skills=False, pool_size=0))
+    with pytest.raises(ProvisionError, match=r"over the budget of 1.0 MB \(setting deps_max_size.*the largest: "):
+        reg.install_requirements("inject", backend="local")
+    assert not (private_cache / "sites").exists() or not [
+        p for p in (private_cache / "sites").iterdir() if not p.name.startswith(".")]

@@ -34,6 +34,8 @@ from ..owners import pid_alive
 from ..scratch import scratch_dir
 from ..wheels import Target, compile_lock, index_fingerprint, install_target, lock_names
 from . import Progress, Provisioned, Timer, _quiet, missing_from
+from .budget import Budget
+from .budget import check as check_budget
 from .sdist import docker_builder, resolve_with_sdists
 
 REPOSITORY = "ipyskills-deps"
@@ -71,7 +73,7 @@ def request_tag(base_id: str, specs: list[str]) -> str:
 
 
 def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, reasons: list[str],
-                 progress: Progress = _quiet, allow_sdist: bool = False) -> Provisioned:
+                 progress: Progress = _quiet, allow_sdist: bool = False, budget=None) -> Provisioned:
     """The image to run in for `specs` on top of `base_image` (built now when missing). `allow_sdist`:
     a distribution without a wheel is built from its sdist in a throwaway container (provision.sdist).
     It is not part of the tag: an image made with the opt-in is reused without it, since nothing builds
@@ -96,7 +98,7 @@ def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, r
         if found is None:
             with scratch_dir("built") as built:
                 found = _provision(client, base_image, base_id, specs, alias, base_lock, reasons, progress,
-                                   Path(built) if allow_sdist else None)
+                                   Path(built) if allow_sdist else None, budget or Budget())
         _hits[recent] = (time.monotonic(), found)
         return found
 
@@ -124,7 +126,7 @@ def _existing(client, tag: str) -> Provisioned | None:
 
 
 def _provision(client, base_image: str, base_id: str, specs: list[str], alias: str, base_lock: str,
-               reasons: list[str], progress: Progress, built: Path | None) -> Provisioned:
+               reasons: list[str], progress: Progress, built: Path | None, budget: Budget) -> Provisioned:
     """`built`: the folder for wheels built from sdists (None: wheels from the index only)."""
     timer = Timer()
     target = Target.for_image()
@@ -144,6 +146,7 @@ def _provision(client, base_image: str, base_id: str, specs: list[str], alias: s
                              "cannot replace numpy, pandas & co.): ask for a range that includes the image's "
                              "version, or configure another image") from None
     new_lock, installed = missing_from(lock, lock_names(base_lock))
+    check_budget(new_lock, installed, budget, progress)
     if not installed:
         progress("dependencies: everything needed is already in the sandbox image")
         client.images.get(base_id).tag(*alias.split(":"))

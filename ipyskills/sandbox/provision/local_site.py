@@ -37,6 +37,8 @@ from ..owners import pid_alive
 from ..scratch import cache_base, remove_tree, scratch_dir
 from ..wheels import Target, compile_lock, index_fingerprint, install_target, normalize
 from . import Progress, Provisioned, Timer, _quiet, missing_from
+from .budget import Budget
+from .budget import check as check_budget
 from .sdist import engine_builder, resolve_with_sdists
 
 MARKER = ".ipyskills-site.json"  # written last: a folder without it is not used
@@ -58,7 +60,7 @@ def present_distributions() -> dict[str, str]:
 
 
 def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _quiet,
-                sdist_image: str | None = None) -> Provisioned:
+                sdist_image: str | None = None, budget=None) -> Provisioned:
     """The folder for `specs` (made now when missing). `sdist_image`: the allow_sdist opt-in; a
     distribution without a wheel is built from its sdist in a throwaway container of that image (so it
     needs a Docker engine even on the local backend: the build code never runs on this machine)."""
@@ -81,7 +83,7 @@ def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _q
             return Provisioned(installed=done, site=str(site) if done else "", built=False, verified=checked)
         with scratch_dir("built") as built:
             made = _provision(site, specs, constraints, present, reasons, progress,
-                              (built, sdist_image) if sdist_image else None)
+                              (built, sdist_image) if sdist_image else None, budget or Budget())
             made.verified = bool(made.site) and not runs_cannot_write()
             return made
 
@@ -174,7 +176,7 @@ def _read_marker(site: Path) -> list[str] | None:
         return None
 
 
-def _provision(site: Path, specs, constraints, present, reasons, progress, sdists) -> Provisioned:
+def _provision(site: Path, specs, constraints, present, reasons, progress, sdists, budget) -> Provisioned:
     """`sdists`: (folder for built wheels, image to build in), or None for wheels from the index only."""
     timer = Timer()
     target = Target.for_host(sys.executable)
@@ -189,6 +191,7 @@ def _provision(site: Path, specs, constraints, present, reasons, progress, sdist
         lock = resolve_with_sdists(specs, target, constraints=_installable(constraints), wheel_dir=built,
                                    builder=engine_builder(image, log=progress), log=progress)
     new_lock, installed = missing_from(lock, present)
+    check_budget(new_lock, installed, budget, progress)
     try:
         site.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(site.parent, 0o755)  # runs as other uids (root's case) must be able to read it
