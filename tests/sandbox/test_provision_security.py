@@ -278,6 +278,8 @@ def test_a_planted_uv_toml_does_not_choose_the_index(tmp_path, monkeypatch, priv
     lock = wheels.compile_lock(["six==1.17.0"], wheels.Target.for_image(), log=lambda _l: None)
     assert "six==1.17.0" in lock
     assert hits == []
+    wheels.install_target(lock, tmp_path / "site", wheels.Target.for_image(), log=lambda _l: None)
+    assert (tmp_path / "site" / "six.py").is_file() and hits == []
     assert sorted(p.name for p in shared_tmp.iterdir()) == ["uv.toml"]  # uv's temp and lock files: not here
 
 
