@@ -52,6 +52,15 @@ OFFICE_PROGRAMS = frozenset({
     "soffice", "libreoffice", "pdftoppm", "pdftotext", "pdfimages", "pdfinfo", "qpdf", "pandoc", "node",
     "npm", "npx",
 })
+# Python packages that do their work by running a program: importing one means the scripts need it.
+PROGRAMS_BEHIND_IMPORTS: dict[str, tuple[str, ...]] = {
+    "pdf2image": ("pdftoppm", "pdfinfo"),  # poppler-utils
+    "pypandoc": ("pandoc",),
+    "pytesseract": ("tesseract",),
+    "ocrmypdf": ("tesseract", "gs", "qpdf"),
+    "camelot": ("gs",),
+    "unoserver": ("soffice",),
+}
 _OFFICE_WORDS = re.compile(r"libre\s*office|\bsoffice\b|poppler|pandoc|\bnode(?:\.?js)?\b", re.IGNORECASE)
 
 BASE_REQUIREMENTS = Path(__file__).resolve().parent.parent / "sandbox" / "docker" / "images" / "base-requirements.txt"
@@ -90,9 +99,13 @@ class ProgramUse:
     program: str
     file: str
     line: int
+    via: str = ""  # the Python package that runs it ("pdf2image"), when the script does not call it itself
 
     def to_dict(self) -> dict:
-        return {"program": self.program, "file": self.file, "line": self.line}
+        return {"program": self.program, "file": self.file, "line": self.line, "via": self.via}
+
+    def describe(self) -> str:
+        return f"{self.program} ({self.file}:{self.line}{', via ' + self.via if self.via else ''})"
 
 
 @dataclass
@@ -341,8 +354,8 @@ class _Scan:
             return
         self.found.append(Requirement(name, spec, source, shown(rel, 300), line, detail))
 
-    def program(self, program: str, rel: str, line: int) -> None:
-        use = ProgramUse(program, rel, line)
+    def program(self, program: str, rel: str, line: int, via: str = "") -> None:
+        use = ProgramUse(program, shown(rel, 300), line, via)
         if program in KNOWN_PROGRAMS and use not in self.programs:
             self.programs.append(use)
 
@@ -753,6 +766,8 @@ def _scan_imports(scan: _Scan, rel: str, tree: ast.AST) -> None:
     for name, line, statement, guarded in visitor.found:
         if name in sys.stdlib_module_names or name == "__future__" or name in scan.local_modules:
             continue
+        for program in PROGRAMS_BEHIND_IMPORTS.get(name, ()):
+            scan.program(program, rel, line, via=name)
         detail = statement + (" (optional import)" if guarded else "")
         try:
             dist = _distribution_for(name, known=declared | scan.provided)

@@ -21,7 +21,7 @@ def requirements_text(reqs, mode: str) -> str:
         lines.append("skipped:")
         lines += [f"  {text}  ({file}:{line}: {why})" for text, file, line, why in reqs.skipped]
     if reqs.programs:
-        calls = ", ".join(f"{p.program} ({p.file}:{p.line})" for p in reqs.programs)
+        calls = ", ".join(p.describe() for p in reqs.programs)
         lines.append(f"programs: {calls}")
     if reqs.profile:
         lines.append(f"image profile: {reqs.profile} (build it with: ipyskills sandbox build --profile "

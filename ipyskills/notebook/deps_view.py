@@ -38,7 +38,8 @@ class RequirementsView(Displayed):
                             for t, f, n, why in reqs.skipped)
             extra.append(f"<details><summary>skipped ({len(reqs.skipped)})</summary><ul>{items}</ul></details>")
         if reqs.programs:
-            calls = ", ".join(f"<code>{esc(p.program)}</code> ({esc(p.file)}:{p.line})" for p in reqs.programs)
+            calls = ", ".join(f"<code>{esc(p.program)}</code> ({esc(p.file)}:{p.line}"
+                              f"{esc(', via ' + p.via) if p.via else ''})" for p in reqs.programs)
             extra.append(f"<p>programs: {calls}</p>")
         if reqs.profile:
             extra.append(f"<p>image profile: <b>{esc(reqs.profile)}</b> (build it with <code>ipyskills sandbox "

@@ -124,7 +124,7 @@ def use_profile(impl, request: RunRequest) -> None:
 
     image = profile_image(reqs.profile)
     if image_info(impl.client(), image) is None:
-        calls = ", ".join(f"{p.program} ({p.file}:{p.line})" for p in reqs.programs[:3]) or "its compatibility text"
+        calls = ", ".join(p.describe() for p in reqs.programs[:3]) or "its compatibility text"
         raise SandboxError(f"skill {request.skill_name!r} needs the {reqs.profile} image ({image}) for {calls}; "
                            f"build it once with: ipyskills sandbox build --profile {reqs.profile} --offline")
     request.image = image

@@ -383,7 +383,7 @@ def test_to_dict_json_round_trip(skill):
                                  "file": "requirements.txt", "line": 1, "detail": "", "declared": True,
                                  "key": "requests"}
     assert data["skipped"][0]["text"] == "zzz_nope" and data["skipped"][0]["line"] == 2
-    assert data["programs"] == [{"program": "pandoc", "file": "a.py", "line": 3}]
+    assert data["programs"] == [{"program": "pandoc", "file": "a.py", "line": 3, "via": ""}]
     assert data["profile"] == "office" and data["skill"] == "demo"
 
 
@@ -391,7 +391,7 @@ def test_requirement_and_program_values():
     req = Requirement("Python_Docx", "Python_Docx>=1", "import", "a.py", 1)
     assert req.key == "python-docx" and not req.declared
     assert Requirement("x", "x", "skill-md", "SKILL.md", 3).declared
-    assert ProgramUse("qpdf", "a.sh", 2).to_dict() == {"program": "qpdf", "file": "a.sh", "line": 2}
+    assert ProgramUse("qpdf", "a.sh", 2).to_dict() == {"program": "qpdf", "file": "a.sh", "line": 2, "via": ""}
 
 
 def test_threads_get_identical_results(skill):
@@ -492,3 +492,26 @@ def test_cached_analysis_is_reused_until_a_file_changes(skill, monkeypatch):
     assert calls == [1] and sorted(r.name for r in again.python) == ["humanize", "tabulate"]
     (folder / "scripts" / "y.py").write_text("import toolz\n")  # a new file
     assert "toolz" in [r.name for r in rq.analyze_cached(folder, skill_name="demo").python]
+
+
+def test_a_package_that_runs_a_program_counts_as_calling_it(tmp_path):
+    """pdf2image runs poppler's pdftoppm/pdfinfo: a script importing it needs the office image, and the
+    report says which package runs the program."""
+    from ipyskills.core.requirements import analyze
+    from ipyskills.core.requirements_report import requirements_text
+
+    root = tmp_path / "pdf-pages"
+    (root / "scripts").mkdir(parents=True)
+    (root / "SKILL.md").write_text("---\nname: pdf-pages\ndescription: Renders PDF pages.\n---\n# x\n")
+    (root / "scripts" / "render.py").write_text("import sys\nfrom pdf2image import convert_from_path\n"
+                                                "import pypandoc\n")
+    reqs = analyze(root)
+    assert reqs.profile == "office"
+    uses = {(p.program, p.line, p.via) for p in reqs.programs}
+    assert uses == {("pdftoppm", 2, "pdf2image"), ("pdfinfo", 2, "pdf2image"), ("pandoc", 3, "pypandoc")}
+    assert "pdftoppm (scripts/render.py:2, via pdf2image)" in requirements_text(reqs, "auto")
+    plain = tmp_path / "plain"
+    (plain / "scripts").mkdir(parents=True)
+    (plain / "SKILL.md").write_text("---\nname: plain\ndescription: No programs.\n---\n# x\n")
+    (plain / "scripts" / "x.py").write_text("import pdfplumber\n")
+    assert analyze(plain).profile is None and analyze(plain).programs == []

@@ -620,3 +620,29 @@ def test_the_count_and_size_budgets_are_settings(tmp_path, private_cache, monkey
         reg.install_requirements("inject", backend="local")
     assert not (private_cache / "sites").exists() or not [
         p for p in (private_cache / "sites").iterdir() if not p.name.startswith(".")]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_build_that_prints_a_crafted_report_gets_nothing_built_on_the_host(tmp_path, docker_backend,
+                                                                             private_cache):
+    """The build log is the package's text: before the fix, these lines made the host resolve (and so
+    build) the payload sdist for 'one more try'."""
+    from ipyskills.sandbox.provision.sdist import build_wheel
+
+    marker = tmp_path / "HOST-BUILD-RAN"
+    payload = evil_sdist(tmp_path / "evilpkg-1.0.tar.gz", marker)
+    sdist = evil_sdist(tmp_path / "victim-1.0.tar.gz", tmp_path / "unused", name="victim", extra={"setup.py": f"""\
+print("ERROR Missing dependencies:")
+print("\\tevilpkg @ file://{payload}")
+print("\\tsneaky-payload>=1")
+raise SystemExit(1)
+"""})
+    lines: list[str] = []
+    with pytest.raises(ProvisionError) as caught:
+        build_wheel(docker_backend.client(), docker_backend.image, sdist, "victim", tmp_path / "out",
+                    log=lines.append)
+    assert "asks for sneaky-payload>=1, which its source distribution does not declare" in str(caught.value)
+    assert "evilpkg" not in str(caught.value).split("The end of the build log", 1)[0]
+    assert not marker.exists()
+    assert sum("resolving" in line for line in lines) == 1  # the build tools once; no second resolve
