@@ -1,7 +1,19 @@
-"""Which program runs a script: by file extension, else by its shebang line."""
+"""Which program runs a script: by file extension, else by its shebang line; and how a Python script that
+imports its own skill's modules is started.
+
+Agent clients run a skill's scripts from the skill folder, often as `python -m scripts.x`, so published
+scripts do `from scripts.helpers import ...` or relative imports. Called by path, Python would only see the
+script's own folder. For such a script (seen statically: an import of a top-level folder or module of the
+skill that is not beside the script, or a relative import) the run starts a few lines of bootstrap
+(`_SKILL_IMPORTS`) that put the skill root at the END of the module path, so a skill file can only supply
+names that the standard library and the image's packages do not: it never shadows them. A script with
+relative imports runs as the module it is (`scripts.x`, as `python -m` would); the writable working
+folder is never on the path. Every other script is run by path exactly as before.
+"""
 
 from __future__ import annotations
 
+import ast
 import shlex
 from pathlib import Path, PurePosixPath
 
@@ -57,3 +69,56 @@ def _shebang_program(script_file: Path) -> list[str] | None:
     if name not in KNOWN_PROGRAMS:
         return None
     return ["python3" if name == "python" else name, *words[1:2]]
+
+
+MAX_SCAN_BYTES = 1 << 20  # a bigger script is run by path as it is
+
+# Runs as `python3 -c _SKILL_IMPORTS ROOT MODULE PATH ARGS...`; stdlib only (the image's python3 or ours).
+_SKILL_IMPORTS = (
+    "import os, runpy, sys\n"
+    "root, module, path = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]\n"
+    "sys.argv = [path, *sys.argv[4:]]\n"
+    "sys.path[0:1] = [] if module else [os.path.dirname(os.path.abspath(path))]\n"
+    "sys.path.append(root)\n"
+    "runpy.run_module(module, run_name='__main__', alter_sys=True) if module else "
+    "runpy.run_path(path, run_name='__main__')\n"
+)
+
+
+def python_command(script_file: Path, rel_path: str, run_path: str, skill_root: str) -> list[str] | None:
+    """`python3 -c <bootstrap> ...` for a Python script that imports its own skill's modules (see the
+    module's docstring), else None (run it by path)."""
+    shape = skill_import_shape(script_file, rel_path)
+    if shape is None:
+        return None
+    module = PurePosixPath(rel_path).with_suffix("").as_posix().replace("/", ".") if shape == "module" else ""
+    return ["python3", "-c", _SKILL_IMPORTS, skill_root, module, run_path]
+
+
+def skill_import_shape(script_file: Path, rel_path: str) -> str | None:
+    """"module" (relative imports: run as a module), "path" (imports a top-level name of the skill that is
+    not beside the script), or None."""
+    rel = PurePosixPath(rel_path)
+    if rel.suffix != ".py" or len(rel.parts) < 2:
+        return None  # a script at the skill root already sees the root
+    try:
+        if script_file.stat().st_size > MAX_SCAN_BYTES:
+            return None
+        tree = ast.parse(script_file.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    root = script_file.parents[len(rel.parts) - 1]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            return "module" if all(p.isidentifier() for p in rel.with_suffix("").parts) else None
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+    beside = script_file.parent
+    for name in names:
+        at_root = (root / name).is_dir() or (root / f"{name}.py").is_file()
+        if at_root and not ((beside / name).exists() or (beside / f"{name}.py").exists()):
+            return "path"
+    return None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, GuardBlocked, ProvisionError, RunInterrupted, SandboxError
 from ..settings import DEFAULT_IMAGE
-from .interpreter import command_for
+from .interpreter import command_for, python_command
 from .interrupts import shield_repeated_interrupts
 from .policy import Limits
 from .result import ExecuteResult
@@ -45,7 +45,8 @@ class RunRequest:
         """Interpreter, the script by its path in the skill as the run sees it (e.g. /skill/scripts/x.py),
         then the args: the way agent clients call a skill's scripts."""
         path = self.script if self.workdir == "skill" else f"{skill_root.rstrip('/')}/{self.script}"
-        return [*command_for(self.skill_dir / self.script, path), *self.args]
+        boot = python_command(self.skill_dir / self.script, self.script, path, skill_root)
+        return [*(boot or command_for(self.skill_dir / self.script, path)), *self.args]
 
     def listener(self, stream: str):
         """An OutputBuffer listener that hands `on_output` decoded text as it arrives (None without one).
