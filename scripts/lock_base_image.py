@@ -12,6 +12,7 @@ built from an older lock as stale. Commit the new lock together with any change 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     lock_path = IMAGES_DIR / "base.lock"
     if args.check:
         locked = lock_names(lock_path.read_text()) if lock_path.exists() else {}
-        missing = [s for s in specs if normalize(s.split("[")[0].split(";")[0].strip()) not in locked]
+        missing = [s for s in specs if normalize(re.split(r"[\s\[;<>=!~]", s.strip(), maxsplit=1)[0]) not in locked]
         if missing:
             print(f"base.lock lacks {', '.join(missing)}: run python scripts/lock_base_image.py")
             return 1

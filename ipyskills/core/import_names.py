@@ -59,6 +59,7 @@ IMPORT_NAMES: dict[str, str | None] = {
     "dotenv": "python-dotenv",
     "dateutil": "python-dateutil",
     "attr": "attrs",
+    "pkg_resources": "setuptools",  # below 82; in the sandbox image and every fresh Python 3.11 venv
     "jwt": "PyJWT",
     "jose": "python-jose",
     "slugify": "python-slugify",

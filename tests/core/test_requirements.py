@@ -515,3 +515,15 @@ def test_a_package_that_runs_a_program_counts_as_calling_it(tmp_path):
     (plain / "SKILL.md").write_text("---\nname: plain\ndescription: No programs.\n---\n# x\n")
     (plain / "scripts" / "x.py").write_text("import pdfplumber\n")
     assert analyze(plain).profile is None and analyze(plain).programs == []
+
+
+def test_pkg_resources_is_setuptools_which_the_image_provides(tmp_path):
+    from ipyskills.core.requirements import analyze, default_provided
+
+    root = tmp_path / "legacy"
+    (root / "scripts").mkdir(parents=True)
+    (root / "SKILL.md").write_text("---\nname: legacy\ndescription: Old-style plugin lookup.\n---\n# x\n")
+    (root / "scripts" / "x.py").write_text("import pkg_resources\n")
+    assert {"setuptools", "pip"} <= default_provided()
+    reqs = analyze(root, provided=default_provided())
+    assert [r.name for r in reqs.provided] == ["setuptools"] and reqs.python == [] and reqs.skipped == []
