@@ -121,10 +121,12 @@ def uv_bin() -> str:
 
 
 def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log: Log = print,
-                 find_links: str | None = None, cache_dir: str | None = None) -> str:
+                 find_links: str | None = None, cache_dir: str | None = None, preferences: str = "") -> str:
     """Resolve `specs` (PEP 508 strings) to a lock text: one `name==version \\ --hash=sha256:...` entry per
     distribution, wheels only. `constraints` is the text of a constraints file (e.g. the base image's lock)
-    that pins what is already there; `find_links` a folder of extra wheels (built from sdists). Raises
+    that pins what is already there; `preferences` a lock whose versions uv keeps unless the specs need
+    others (it is given as uv's existing output file); `find_links` a folder of extra wheels (built from
+    sdists). Raises
     ProvisionError saying what to do for a distribution that does not exist, one without a wheel for the
     target (NoWheel), a resolver conflict, or no reachable index. Leaves no temp files behind."""
     specs = safe_specs(specs)
@@ -133,6 +135,8 @@ def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log
     constraints = safe_constraints(constraints)
     with scratch_dir("uv") as tmp:
         Path(tmp, "requirements.in").write_text("\n".join(specs) + "\n")
+        if preferences.strip():
+            Path(tmp, "requirements.lock").write_text(safe_constraints(preferences))
         cmd = [uv_bin(), "pip", "compile", "requirements.in", "-o", "requirements.lock", "--generate-hashes",
                "--no-header", "--no-config", "--only-binary", ":all:", *target.uv_args()]
         if find_links:

@@ -38,6 +38,7 @@ class Provisioned:
     built: bool = False  # False: reused from the cache (or nothing was missing)
     seconds: float = 0.0
     reasons: list[str] = field(default_factory=list)  # one per requirement: "pypdf (requirements.txt:2)"
+    replaced: list[str] = field(default_factory=list)  # docker: "name old → new" of the image's own packages
     verified: bool = False  # local: the folder's files were checked against their RECORD hashes before use
 
     def notice(self) -> str:
@@ -49,7 +50,9 @@ class Provisioned:
                                                   if len(self.installed) > 8 else "")
         why = "; ".join(self.reasons[:6]) + (" …" if len(self.reasons) > 6 else "")
         offline = " (the run itself stays offline)" if self.image else ""
-        return f"dependencies: installed {names} into {where} in {self.seconds:.1f} s, for {why}{offline}"
+        swapped = f"; replaced the image's {', '.join(self.replaced)}" if self.replaced else ""
+        return (f"dependencies: installed {names} into {where} in {self.seconds:.1f} s, for {why}{swapped}"
+                f"{offline}")
 
 
 BASE_LOCK = Path(__file__).parent.parent / "docker" / "images" / "base.lock"

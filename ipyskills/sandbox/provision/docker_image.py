@@ -54,10 +54,30 @@ ARG BASE
 FROM ${BASE}
 LABEL %(labels)s
 USER 0:0
-COPY site/ %(site)s/
+%(remove)sCOPY site/ %(site)s/
 COPY bin/ /usr/local/bin/
 RUN cd %(site)s && (python3 -m compileall -q -j 0 %(entries)s >/dev/null || true)
 USER 1000:1000
+"""
+
+# Removes the files of the image's own distributions that the skill needs in other versions (listed in each
+# one's RECORD, with their compiled bytecode) before the new versions are copied in, so no file of the old
+# version is left to mix with the new one. Runs in the build, as root; argv: the site folder, then names.
+_REMOVE_REPLACED = r"""
+import glob, os, re, shutil, sys
+site, names = sys.argv[1], {re.sub(r"[-_.]+", "-", n).lower() for n in sys.argv[2:]}
+for info in glob.glob(os.path.join(site, "*.dist-info")):
+    if re.sub(r"[-_.]+", "-", os.path.basename(info)[:-10].rsplit("-", 1)[0]).lower() not in names:
+        continue
+    for line in open(os.path.join(info, "RECORD"), encoding="utf-8"):
+        path = os.path.normpath(os.path.join(site, line.split(",", 1)[0]))
+        if path.startswith("/usr/local/") and os.path.isfile(path) and not os.path.islink(path):
+            os.remove(path)
+            stem, ext = os.path.splitext(os.path.basename(path))
+            if ext == ".py":
+                for pyc in glob.glob(os.path.join(os.path.dirname(path), "__pycache__", stem + ".*.pyc")):
+                    os.remove(pyc)
+    shutil.rmtree(info)
 """
 
 _hits: dict[tuple, tuple[float, Provisioned]] = {}  # (endpoint, base image, specs) -> (time, what was found)
@@ -134,18 +154,27 @@ def _provision(client, base_image: str, base_id: str, specs: list[str], alias: s
              f"({target.platform}), wheels only{' (sdists built in a container)' if built else ''}: "
              f"{', '.join(specs)}")
     try:
-        if built is None:
-            lock = compile_lock(specs, target, constraints=base_lock, log=progress)
-        else:
-            lock = resolve_with_sdists(specs, target, constraints=base_lock, wheel_dir=built, log=progress,
-                                       builder=docker_builder(client, base_id, log=progress))
+        lock = _resolve(client, base_id, specs, target, built, progress, constraints=base_lock)
     except ProvisionError as exc:
         if "cannot be satisfied" not in str(exc):
             raise
-        raise ProvisionError(f"{exc}. The sandbox image's own packages are pinned (a skill adds packages, it "
-                             "cannot replace numpy, pandas & co.): ask for a range that includes the image's "
-                             "version, or configure another image") from None
-    new_lock, installed = missing_from(lock, lock_names(base_lock))
+        # The skill needs other versions of some of the image's own distributions: resolve the image's set
+        # and the skill's together, the image's versions kept wherever the skill allows them.
+        progress("dependencies: the skill needs other versions than the sandbox image has; resolving the "
+                 "image's packages and the skill's together, keeping the image's versions where possible")
+        from ..docker.image import base_requirements
+
+        try:
+            lock = _resolve(client, base_id, [*base_requirements(), *specs], target, built, progress,
+                            preferences=base_lock)
+        except ProvisionError as again:
+            if "cannot be satisfied" not in str(again):
+                raise
+            raise ProvisionError(f"{again}. No versions satisfy the skill's requirements together with the "
+                                 "sandbox image's packages, even replacing those") from None
+    pinned = lock_names(base_lock)
+    new_lock, installed = missing_from(lock, pinned)
+    replaced = sorted(f"{n} {pinned[n]} → {v}" for n, v in lock_names(new_lock).items() if n in pinned)
     check_budget(new_lock, installed, budget, progress)
     if not installed:
         progress("dependencies: everything needed is already in the sandbox image")
@@ -154,15 +183,26 @@ def _provision(client, base_image: str, base_id: str, specs: list[str], alias: s
     key = json.dumps([base_id, index_fingerprint(), new_lock])
     tag = f"{REPOSITORY}:{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if _existing(client, tag) is None:
-        progress(f"dependencies: installing {len(installed)} distribution(s): {', '.join(installed)}")
-        _build(client, base_id, new_lock, installed, tag, target, progress, built)
+        progress(f"dependencies: installing {len(installed)} distribution(s): {', '.join(installed)}"
+                 + (f" (replacing the image's {', '.join(replaced)})" if replaced else ""))
+        _build(client, base_id, new_lock, installed, tag, target, progress, built,
+               replaced=[r.split(" ", 1)[0] for r in replaced])
     client.images.get(tag).tag(*alias.split(":"))
     progress(f"dependencies: ready in {timer.seconds:.1f} s ({tag})")
-    return Provisioned(installed=installed, image=tag, built=True, seconds=timer.seconds, reasons=reasons)
+    return Provisioned(installed=installed, image=tag, built=True, seconds=timer.seconds, reasons=reasons,
+                       replaced=replaced)
+
+
+def _resolve(client, base_id: str, specs: list[str], target: Target, built: Path | None, progress, *,
+             constraints: str = "", preferences: str = "") -> str:
+    if built is None:
+        return compile_lock(specs, target, constraints=constraints, preferences=preferences, log=progress)
+    return resolve_with_sdists(specs, target, constraints=constraints, preferences=preferences,
+                               wheel_dir=built, log=progress, builder=docker_builder(client, base_id, log=progress))
 
 
 def _build(client, base_id: str, lock: str, installed: list[str], tag: str, target: Target,
-           progress: Progress, built: Path | None) -> None:
+           progress: Progress, built: Path | None, replaced: list[str] = ()) -> None:
     import docker.errors
 
     site = SITE.format(version=target.python_version)
@@ -183,7 +223,9 @@ def _build(client, base_id: str, lock: str, installed: list[str], tag: str, targ
                            if not p.name.endswith(".dist-info")) or "."
         owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
         layer_labels = " ".join(f"{k}={json.dumps(v)}" for k, v in {LABEL: "1", LABEL_OWNER: owner}.items())
-        (context / "Dockerfile").write_text(DOCKERFILE % {"site": site, "entries": entries, "labels": layer_labels})
+        remove = (f"RUN {json.dumps(['python3', '-c', _REMOVE_REPLACED, site, *replaced])}\n" if replaced else "")
+        (context / "Dockerfile").write_text(DOCKERFILE % {"site": site, "entries": entries, "labels": layer_labels,
+                                                          "remove": remove})
         labels = {LABEL: "1", LABEL_BASE: base_id, LABEL_INSTALLED: json.dumps(installed)}
         progress(f"dependencies: building {tag} with the network off")
         try:

@@ -68,14 +68,15 @@ sys.exit(subprocess.call([sys.executable, '-m', 'build', '--wheel', '--no-isolat
 
 
 def resolve_with_sdists(specs: list[str], target: Target, *, constraints: str, wheel_dir: Path, builder,
-                        log: Log) -> str:
+                        log: Log, preferences: str = "") -> str:
     """compile_lock, where each distribution that has no wheel for `target` is built from its sdist
     with `builder(sdist, name, out_dir)` into `wheel_dir`, and the resolve is tried again with those
     wheels. Returns the lock (built wheels pinned by their hash like any other)."""
     built: set[str] = set()
     for _ in range(MAX_ROUNDS):
         try:
-            return compile_lock(specs, target, constraints=constraints, log=log, find_links=str(wheel_dir))
+            return compile_lock(specs, target, constraints=constraints, log=log, find_links=str(wheel_dir),
+                                preferences=preferences)
         except NoWheel as exc:
             name = normalize(re.split(r"[\s<>=!~;\[(]", exc.name.strip(), maxsplit=1)[0])  # "x==1.0" -> "x"
             if name in built:  # the wheel we built does not fit (e.g. another version is needed, or another ABI)
