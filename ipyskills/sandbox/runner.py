@@ -139,15 +139,36 @@ def provision(impl, request: RunRequest, progress=None):
         return None
     from .provision import wanted_requirements
 
+    report = progress or (lambda _line: None)
     wanted = wanted_requirements(reqs, request.deps, impl.name)
+    if request.deps == "auto":
+        wanted += same_name_requirements(reqs, impl.name, report)
     if not wanted:
         return None
     specs = sorted({r.spec for r in wanted})
-    report = progress or (lambda _line: None)
     try:
         return _provision_on(impl, request, wanted, specs, report)
     except ProvisionError as exc:  # say which of the skill's requirements asked for it
         raise ProvisionError(f"{exc} [{describe_origins(str(exc), wanted, specs)}]") from None
+
+
+def same_name_requirements(reqs, backend: str, report) -> list:
+    """Unknown imports whose same-name distribution is seen to provide them (provision.same_name)."""
+    from .provision.same_name import unknown_imports, verified_requirements
+
+    if not unknown_imports(reqs):
+        return []
+    import sys
+
+    from .provision import base_lock
+    from .wheels import Target
+
+    if backend == "docker":
+        return verified_requirements(reqs, Target.for_image(), base_lock(), report)
+    from .provision.local_site import present_distributions
+
+    present = "".join(f"{n}=={v}\n" for n, v in sorted(present_distributions().items()) if "+" not in v)
+    return verified_requirements(reqs, Target.for_host(sys.executable), present, report)
 
 
 def describe_origins(message: str, wanted: list, specs: list[str]) -> str:
