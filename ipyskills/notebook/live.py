@@ -4,11 +4,17 @@ LIVE_AFTER seconds, so quick runs show just their final result; when the run end
 emptied and the final result is rendered as usual (so the output is stored once in the notebook).
 
 Outside a kernel (terminal IPython) nothing can be updated in place: the text is written through to
-stdout/stderr as it arrives instead, as `!cmd` does."""
+stdout/stderr as it arrives instead, as `!cmd` does.
+
+Output that comes before it is due to be shown (within LIVE_AFTER of the start, or within REFRESH_EVERY of
+the last redraw) is shown by a timer once it is due, not only when the script prints again: a warm pool's
+container prints its first line within LIVE_AFTER, and a script may then be silent until it ends."""
 
 from __future__ import annotations
 
+import contextvars
 import sys
+import threading
 import time
 
 from .display import esc, wrap
@@ -39,25 +45,65 @@ class LiveOutput:
         self.pending: list[tuple[str, str]] = []  # before the display appears / the terminal writes
         self.streaming = False
         self.last_draw = 0.0
+        self.lock = threading.RLock()  # the run's thread and the timer both show output
+        self.timer: threading.Timer | None = None  # shows held-back output once it is due
+        self.done = False  # finished or interrupted: nothing more is shown live
 
     def __call__(self, stream: str, text: str) -> None:
         marked = text if stream == "stdout" else _mark_stderr(text)
-        if len(self.head) < LIVE_HEAD:
-            room = LIVE_HEAD - len(self.head)
-            self.head += marked[:room]
-        self.tail = (self.tail + marked)[-LIVE_TAIL:]
-        self.total += len(marked)
-        now = self.clock()
-        if not self.kernel:
-            self.pending.append((stream, text))
-            if self.streaming or now - self.started >= LIVE_AFTER:
-                self.streaming = True
-                self._write_through()
+        with self.lock:
+            if len(self.head) < LIVE_HEAD:
+                room = LIVE_HEAD - len(self.head)
+                self.head += marked[:room]
+            self.tail = (self.tail + marked)[-LIVE_TAIL:]
+            self.total += len(marked)
+            if not self.kernel:
+                self.pending.append((stream, text))
+            self._show_when_due()
+
+    def _show_when_due(self) -> None:
+        """Show the output so far now if that is due, else start a timer that shows it when it is."""
+        if self.done:
             return
-        if now - self.started < LIVE_AFTER:
-            return
-        if self.handle is None or now - self.last_draw >= REFRESH_EVERY:
+        if self.streaming:  # the terminal, once writing through: no throttling
+            due = 0.0
+        elif self.handle is not None:
+            due = self.last_draw + REFRESH_EVERY
+        else:
+            due = self.started + LIVE_AFTER
+        wait = due - self.clock()
+        if wait <= 0:
+            self._cancel_timer()
+            self._show()
+        elif self.timer is None:
+            # Run in a copy of this context: ipykernel keeps the cell's parent header in a contextvar,
+            # so the timer's display goes to this cell's output.
+            self.timer = threading.Timer(wait, contextvars.copy_context().run, args=(self._on_timer,))
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _on_timer(self) -> None:
+        with self.lock:
+            self.timer = None
+            if not self.done:
+                self._show()
+
+    def _cancel_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _show(self) -> None:
+        if self.kernel:
             self.draw()
+        else:
+            self.streaming = True
+            self._write_through()
+
+    def _stop(self) -> None:
+        """The run is over: no timer may show anything after the result (called under the lock)."""
+        self.done = True
+        self._cancel_timer()
 
     def _write_through(self) -> None:
         for stream, text in self.pending:
@@ -97,11 +143,18 @@ class LiveOutput:
 
     def finish(self) -> None:
         """The run ended with a result: empty the live display (the result is rendered on its own)."""
-        if self.handle is not None:
-            self.handle.update({"text/plain": ""}, raw=True)
+        with self.lock:
+            self._stop()
+            if self.handle is not None:
+                self.handle.update({"text/plain": ""}, raw=True)
 
     def interrupted(self, line: str, result) -> None:
         """The run was interrupted: leave one display with the output so far and the one line."""
+        with self.lock:
+            self._stop()
+            self._interrupted(line, result)
+
+    def _interrupted(self, line: str, result) -> None:
         if not self.kernel:
             if self.streaming:
                 self._write_through()
