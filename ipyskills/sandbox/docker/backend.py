@@ -934,6 +934,13 @@ def _end_all(timeout: float) -> None:
 
 @atexit.register
 def _remove_live_containers() -> None:
+    # The process is on its way out, often because of a Ctrl-C: one more Ctrl-C (an impatient user
+    # pressing it again) must neither cut this bounded clean-up short nor print a traceback.
+    if threading.current_thread() is threading.main_thread():
+        import signal
+
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_all()
 
 
