@@ -17,6 +17,7 @@ import ast
 import shlex
 from pathlib import Path, PurePosixPath
 
+from ..core.requirements import _PARSE_LOCK  # one lock for every ast.parse in the process
 from ..errors import SandboxError
 
 BY_EXTENSION = {
@@ -104,8 +105,10 @@ def skill_import_shape(script_file: Path, rel_path: str) -> str | None:
     try:
         if script_file.stat().st_size > MAX_SCAN_BYTES:
             return None
-        tree = ast.parse(script_file.read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        source = script_file.read_bytes()
+        with _PARSE_LOCK:  # ast.parse is not thread-safe on CPython 3.11 under concurrent runs
+            tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         return None
     root = script_file.parents[len(rel.parts) - 1]
     names = set()

@@ -169,7 +169,9 @@ def test_notebook_kernel_shows_the_notice(skills_root, tmp_path, monkeypatch):
 
     assert error is None, error
     shown = executed.cells[2].outputs
-    (display,) = [o for o in shown if o.output_type in ("display_data", "execute_result")]
+    # the result (a live display, emptied when the run ends, may stand before it)
+    (display,) = [o for o in shown if o.output_type in ("display_data", "execute_result")
+                  and o.data.get("text/plain")]
     plain = display.data["text/plain"]
     (line,) = [ln for ln in plain.splitlines() if ln.startswith("notice: ")]
     assert_fallback_notice(line.removeprefix("notice: "), host)
