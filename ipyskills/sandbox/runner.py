@@ -165,10 +165,9 @@ def same_name_requirements(reqs, backend: str, report) -> list:
 
     if backend == "docker":
         return verified_requirements(reqs, Target.for_image(), base_lock(), report)
-    from .provision.local_site import present_distributions
+    from .provision.local_site import host_constraints
 
-    present = "".join(f"{n}=={v}\n" for n, v in sorted(present_distributions().items()) if "+" not in v)
-    return verified_requirements(reqs, Target.for_host(sys.executable), present, report)
+    return verified_requirements(reqs, Target.for_host(sys.executable), host_constraints(), report)
 
 
 def describe_origins(message: str, wanted: list, specs: list[str]) -> str:

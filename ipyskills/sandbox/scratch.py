@@ -58,9 +58,7 @@ def scratch_root() -> Path:
 @contextlib.contextmanager
 def scratch_dir(kind: str) -> Iterator[Path]:
     """A fresh private folder `<kind>-<pid>-…` under the scratch root, removed afterwards whatever happens."""
-    root = scratch_root()
-    sweep_dead_once(root)
-    path = Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=root))
+    path = make_scratch_dir(kind)
     try:
         yield path
     finally:

@@ -13,6 +13,8 @@ import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from ipyskills.sandbox.local.backend import LocalBackend
 from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.runner import RunRequest
@@ -280,3 +282,16 @@ def assert_network_blocked_where_possible(iso: str, connected: bool, seen: list,
     assert not connected
     time.sleep(0.3)
     assert seen == []
+
+
+def _index_reachable() -> bool:
+    import urllib.request
+
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/six/", timeout=10).close()
+        return True
+    except OSError:  # URLError and timeouts are OSErrors
+        return False
+
+
+needs_index = pytest.mark.skipif(not _index_reachable(), reason="no package index reachable from this host")

@@ -5,25 +5,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import urllib.request
 from pathlib import Path
 
 import pytest
+from local_helpers import needs_index
 
 from ipyskills import SkillRegistry
 from ipyskills.sandbox.provision import same_name
 from ipyskills.settings import Settings
 
 
-def _index_reachable() -> bool:
-    try:
-        urllib.request.urlopen("https://pypi.org/simple/six/", timeout=10).close()
-        return True
-    except OSError:
-        return False
-
-
-needs_index = pytest.mark.skipif(not _index_reachable(), reason="no package index reachable from this host")
 
 PLOT = 'import asciichartpy\nprint(asciichartpy.plot([1, 3, 2, 4], {"height": 3}).splitlines()[0].strip())\n'
 SLUG = "import python_slugify\n"  # python-slugify exists, but provides `slugify`

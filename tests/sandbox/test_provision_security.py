@@ -16,10 +16,10 @@ import tarfile
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from local_helpers import needs_index
 
 from ipyskills import SkillRegistry
 from ipyskills.core.requirements import analyze
@@ -28,15 +28,6 @@ from ipyskills.sandbox import wheels
 from ipyskills.settings import Settings
 
 
-def _index_reachable() -> bool:
-    try:
-        urllib.request.urlopen("https://pypi.org/simple/six/", timeout=10).close()
-        return True
-    except OSError:
-        return False
-
-
-needs_index = pytest.mark.skipif(not _index_reachable(), reason="no package index reachable from this host")
 
 
 @pytest.fixture

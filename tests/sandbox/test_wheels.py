@@ -8,24 +8,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import urllib.request
 
 import pytest
+from local_helpers import needs_index
 
 from ipyskills.errors import ProvisionError, SandboxError
 from ipyskills.sandbox import wheels
 from ipyskills.sandbox.wheels import Target, compile_lock, install_target, lock_names, uv_bin
 
 
-def _index_reachable() -> bool:
-    try:
-        urllib.request.urlopen("https://pypi.org/simple/six/", timeout=10).close()
-        return True
-    except OSError:  # URLError and timeouts are OSErrors
-        return False
-
-
-needs_index = pytest.mark.skipif(not _index_reachable(), reason="no package index reachable from this host")
 IMAGE = Target.for_image()
 
 

@@ -227,6 +227,12 @@ def _provision(site: Path, specs, constraints, present, reasons, progress, sdist
                        seconds=timer.seconds, reasons=reasons)
 
 
+def host_constraints() -> str:
+    """What this Python has, as constraints uv can resolve against (see `_installable`)."""
+    present = present_distributions()
+    return _installable("".join(f"{name}=={version}\n" for name, version in sorted(present.items())))
+
+
 def _installable(constraints: str) -> str:
     """Constraints uv can use: drop the entries of distributions that live only here (editable installs,
     local builds), which the registry may not know."""
