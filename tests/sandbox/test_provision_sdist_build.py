@@ -218,3 +218,34 @@ def test_the_build_image_compiles_a_c_extension_and_the_core_image_cannot(docker
     assert "a C extension compiled against the Python headers" in self_check(client, "build")
     with pytest.raises(SandboxError, match="compiling a C extension against the Python headers failed"):
         self_check(client, "build", docker_backend.image)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_absent_build_image_is_made_on_first_need(docker_backend, monkeypatch):
+    """Provisioning that needs a source build makes the build image when it is absent (here under a tag of
+    the test's own, so the shared one stays), with progress, and builds in it."""
+    import dataclasses
+
+    from ipyskills.sandbox.docker import image, profile_images
+    from ipyskills.sandbox.provision import sdist
+
+    client = docker_backend.client()
+    tag = f"ipyskills-sandbox-build:test-{os.getpid()}"
+    monkeypatch.setitem(image.PROFILES, "build", tag)
+    monkeypatch.setitem(profile_images.PROFILE_IMAGES, "build",
+                        dataclasses.replace(profile_images.PROFILE_IMAGES["build"], tag=tag))
+    lines: list[str] = []
+    try:
+        assert sdist.build_image(client, docker_backend.image, lines.append) == tag
+        assert image.image_info(client, tag)["current"]
+        assert any(f"making the build image {tag}" in line for line in lines), lines
+        assert any("self-check passed" in line for line in lines), lines
+        lines.clear()
+        assert sdist.build_image(client, docker_backend.image, lines.append) == tag and lines == []  # made once
+    finally:
+        try:
+            client.images.remove(tag, force=True)
+        except Exception:  # noqa: BLE001 - absent when the build failed
+            pass
