@@ -487,6 +487,8 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.magic_arguments()
     @ma.argument("--backend", choices=("auto", "docker", "local"), default=None,
                  help="where to run (default: IPySkills.sandbox_backend)")
+    @ma.argument("--runtime", choices=("runc", "runsc", "auto"), default=None,
+                 help="the Docker runtime: runc, runsc (gVisor) or auto (default: IPySkills.runtime)")
     @ma.argument("--timeout", type=float, default=None, metavar="S", help="seconds before the run is killed")
     @ma.argument("--memory", default=None, metavar="M", help="memory limit, like 256m or 1g")
     @ma.argument("--network", action="store_true", default=None, help="allow network access for this run")
@@ -513,8 +515,8 @@ class IPySkills(IPySkillsConfig, Magics):
     def skill_run(self, line: str = "", cell: str | None = None):
         """Run a skill's script in the sandbox; the cell body is its stdin.
 
-        %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [--deps MODE]
-                    [--stdin VAR] [--input PATH]... [--save DIR] [-o VAR] NAME SCRIPT [ARGS...]
+        %%skill_run [--backend B] [--runtime R] [--timeout S] [--memory M] [--network] [--no-guard]
+                    [--deps MODE] [--stdin VAR] [--input PATH]... [--save DIR] [-o VAR] NAME SCRIPT [ARGS...]
 
         The line expands notebook variables as IPython does ({var}, $var; $$ for a literal $); the cell
         body is passed as it is.
@@ -561,7 +563,7 @@ class IPySkills(IPySkillsConfig, Magics):
                     network=bool(args.network) if args.network is not None else self.network,
                     guard=self.guard if args.guard is None else args.guard,
                     deps=args.deps or self.deps, progress=_progress_log(),
-                    inputs=args.inputs, save_to=args.save_to, on_output=live,
+                    inputs=args.inputs, save_to=args.save_to, on_output=live, runtime=args.runtime,
                 )
             except RunInterrupted as stop:
                 live.interrupted(stop.line(), stop.result)  # the output so far and one line, no traceback
@@ -762,7 +764,7 @@ def _check_agent_options(command: str, args) -> None:
 
 _COMPLETED = {"%skill_load": "load", "%skill_run": "run", "%%skill_run": "run", "%skill": "author",
               "%%skill": "author", "%%skill_call": "call"}
-_VALUE_OPTIONS = {"--backend", "--timeout", "--memory", "-o", "--output", "--allow"}
+_VALUE_OPTIONS = {"--backend", "--runtime", "--timeout", "--memory", "-o", "--output", "--allow"}
 _COMPLETION_CAP = 200
 
 
