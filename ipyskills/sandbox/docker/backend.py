@@ -61,6 +61,8 @@ DEADLINE_GRACE = 2.0  # the launcher ends a run this long after the host's timeo
 ENGINE_GRACE = 30.0  # seconds past its timeout by which a run's engine calls must be done (see run())
 UNREPORTED_WAIT = 10.0  # seconds to wait for a container whose launcher never reported to be gone
 REMOVING_WAIT = 5.0  # seconds to wait for a container the engine is already removing to be gone
+GVISOR_THREADS = 256  # host threads gVisor's sentry and gofer may use beyond the script's pids (measured: 400
+# guest processes fit in a 512 limit and not in 256)
 SHM_SIZE = 16 * 1024**2  # /dev/shm: a small noexec tmpfs (charged to the container's memory)
 SECCOMP_PROFILE = Path(__file__).parent / "seccomp.json"  # passed on every run (see the file's comment)
 _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
@@ -195,6 +197,7 @@ class DockerBackend:
             "inputs_tar": len(inputs_tar), "home_seed": HOME_SEED, "marker": marker,
             "artifact_cap": limits.artifact_cap, "artifact_files": limits.artifact_files,
             "deadline": limits.timeout + DEADLINE_GRACE,
+            "nproc": limits.pids if runtime.gvisor else None,
         }
         # Sent part by part: stdin (up to limits.stdin_cap) is never copied into a joined payload.
         payload = [json.dumps(job).encode() + b"\n", skill_tar, inputs_tar, request.stdin]
@@ -425,8 +428,12 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
             auto_remove=True,
             tmpfs=tmpfs, mounts=mounts or None,
             network_mode="bridge" if limits.network else "none",
-            mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
-            nano_cpus=int(limits.cpus * 1e9), ipc_mode="private", runtime=runtime.engine_name,
+            mem_limit=limits.memory, memswap_limit=limits.memory,
+            # gVisor: the engine's limit bounds gVisor's own threads (its sandbox dies at the limit), the
+            # launcher's RLIMIT_NPROC the script's processes; so the engine's gets room for gVisor's
+            pids_limit=limits.pids + GVISOR_THREADS if runtime.gvisor else limits.pids,
+            nano_cpus=int(limits.cpus * 1e9), ipc_mode="private",
+            runtime=runtime.engine_name if runtime.gvisor else None,  # runc: the engine's default runtime
             log_config=LogConfig(type="none"),  # output is read live; the engine keeps none of it
         )
         config = api.create_container_config(
