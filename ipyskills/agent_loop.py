@@ -228,8 +228,8 @@ def call_target(name: str, arguments: Any) -> tuple[str, int]:
         return "", 0
     skill, _sep, rest = arguments["skill_name"].strip().partition("/")
     if name == READ_SKILL:
-        path = arguments.get("file_path") or rest
-        return skill, 3 if path and path.strip("./") not in ("SKILL.md", "skill.md") else 2
+        path = (arguments.get("file_path") or rest or "").strip().removeprefix("./").removeprefix(f"{skill}/")
+        return skill, 3 if path and path not in ("SKILL.md", "skill.md") else 2
     if name == EXECUTE_SKILL_SCRIPT:
         return skill, 3
     return "", 0
