@@ -341,8 +341,9 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
 
 def tool_results(style: str, calls: list[ToolCall]) -> list[dict]:
     """The messages that hand the tool results back: OpenAI-style one "tool" message per call (its id and
-    the text, the shape OpenAI, vLLM, Ollama and llama.cpp's servers read), Anthropic-style one user
-    message of tool_result blocks."""
+    the text, as OpenAI specifies and compatible servers accept; llama-cpp-python's chatml-function-calling
+    accepts them but its template drops them, which `Transcript.warnings` notices), Anthropic-style one
+    user message of tool_result blocks."""
     if style == "openai":
         return [{"role": "tool", "tool_call_id": c.id, "content": c.result.text} for c in calls]
     return [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": c.id, "content": c.result.text,
