@@ -7,7 +7,7 @@ the IPython config leaves unset (so precedence is: defaults < environment < ipyt
 
 from __future__ import annotations
 
-from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, Union, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, Union, validate
 from traitlets.config import Configurable
 
 from ..errors import ConfigError
@@ -106,6 +106,9 @@ class IPySkillsConfig(Configurable):
                            ).tag(config=True)
     agent_model = Unicode("", help="Model name %%skill_agent and %skills eval send without --model."
                           ).tag(config=True)
+    agent_options = Dict(help="Request options every model call of %%skill_agent and %skills eval carries, like "
+                         "{'temperature': 0, 'max_tokens': 512, 'tool_choice': 'auto'}; --option K=V adds to "
+                         "them for one cell.").tag(config=True)
     eval_parallel = Int(4, help="Model calls %skills eval keeps in flight at once (1-32).").tag(config=True)
 
     @validate("timeout")

@@ -48,7 +48,7 @@ SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "to
                    "budget")
 ALL_SKILLS = "*"  # `--allow '*'` lifts the session's allow-list (not a valid skill name, so unambiguous)
 _AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled", "agent_inputs", "agent_client", "agent_model",
-                 "eval_parallel")
+                 "agent_options", "eval_parallel")
 _IMAGE_PREFIX = "image/"
 
 
@@ -237,6 +237,9 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.argument("--descriptions", default=None, metavar="VAR", help="eval: a variable holding a list of variants")
     @ma.argument("--parallel", type=int, default=None, metavar="N",
                  help="eval: model calls in flight at once (default: IPySkills.eval_parallel)")
+    @ma.argument("--option", action="append", default=None, metavar="K=V",
+                 help="eval: a request option for every model call, like temperature=0, max_tokens=256 or "
+                      "tool_choice=auto (repeatable; over IPySkills.agent_options)")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="eval, budget: also keep the report in the variable VAR")
     @line_magic
@@ -260,6 +263,7 @@ class IPySkills(IPySkillsConfig, Magics):
         %skills agent --allow A,B         only these skills ('*' = all again); --disable A,B hides skills,
                                           --enable A,B shows them again, --reset clears all three
         %skills eval NAME --queries VAR [--client VAR] [--model M] [--runs K] [--description TEXT]...
+                     [--option K=V]...
                                           trigger eval: does NAME's description make the model load it for
                                           the queries that should trigger it, and only those? Variants run
                                           side by side, best first; Ctrl-C keeps the finished runs
@@ -641,19 +645,26 @@ class IPySkills(IPySkillsConfig, Magics):
                  help="model calls before the loop stops (default 8)")
     @ma.argument("--allow", default=None, metavar="A,B",
                  help="only these skills, for this conversation (default: the session's agent filter)")
+    @ma.argument("--option", action="append", default=None, metavar="K=V",
+                 help="a request option for every model call, like temperature=0, max_tokens=256 or "
+                      "tool_choice=auto (repeatable; over IPySkills.agent_options)")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="also keep the Transcript in the variable VAR")
     @cell_magic
     def skill_agent(self, line: str = "", cell: str = ""):
         """Talk to a real model with your skills: the cell is the user's message.
 
-        %%skill_agent [--client VAR] [--model M] [--max-turns N] [--allow a,b] [-o VAR]
+        %%skill_agent [--client VAR] [--model M] [--max-turns N] [--allow a,b] [--option K=V]... [-o VAR]
         Summarise these response times in ms: [12, 15, 9, 22, 17]
 
         The tool loop runs through the session's agent view (%skills agent) and the transcript shows as it
         happens: the system prompt (collapsed), each model turn with the usage the API reports and its
         time, every tool call with its arguments and the exact text returned, the skills activated and at
         which level, and the answer. A client failure (bad key, rate limit, unknown model) is one line.
+        --option K=V (repeatable) adds a request option to every model call (the value is read as JSON
+        when it is JSON: temperature=0, max_tokens=256, tool_choice=auto), over
+        IPySkills.agent_options. Ctrl-C (interrupt the kernel) stops the loop with one line and keeps the
+        transcript so far in -o VAR, marked interrupted.
         """
         from .agent_magic import skill_agent
 
@@ -720,14 +731,14 @@ _AGENT_OPTIONS = {"--format": ("prompt", "tools"), "--allow": ("prompt", "tools"
 
 _LAB_OPTIONS = {"--queries": ("eval",), "--client": ("eval", "budget"), "--model": ("eval", "budget"),
                 "--runs": ("eval",), "--description": ("eval",), "--descriptions": ("eval",),
-                "--parallel": ("eval",), "-o": ("eval", "budget")}
+                "--parallel": ("eval",), "--option": ("eval",), "-o": ("eval", "budget")}
 
 
 def _check_lab_options(command: str, args) -> None:
     """Usage errors for prompt-lab options given to another command, or with bad values."""
     given = {"--queries": args.queries, "--client": args.client, "--model": args.model, "--runs": args.runs,
              "--description": args.description, "--descriptions": args.descriptions,
-             "--parallel": args.parallel, "-o": args.var}
+             "--parallel": args.parallel, "--option": args.option, "-o": args.var}
     for option, value in given.items():
         if value is not None and command not in _LAB_OPTIONS[option]:
             takers = " or ".join(f"%skills {c}" for c in _LAB_OPTIONS[option])
