@@ -240,3 +240,25 @@ def test_no_runsc_process_outlives_its_runs(gvisor, make_skill):
     while set(_runsc_processes()) - before and time.monotonic() < deadline:
         time.sleep(0.5)
     assert set(_runsc_processes()) - before == set()
+
+
+@pytest.mark.docker
+def test_the_cli_takes_runtime_and_refuses_gvisor_with_the_network(gvisor, make_skill):
+    import sys
+
+    folder = make_skill({"scripts/x.py": "import platform\nprint(platform.release())\n"}, name="kernel")
+    base = [sys.executable, "-m", "ipyskills", "run", "--dir", str(folder.parent), "--backend", "docker"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IPYSKILLS_")}
+    done = subprocess.run([*base, "--runtime", "runsc", "kernel", "scripts/x.py"], capture_output=True, text=True,
+                          env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() != platform.release()
+    done = subprocess.run([*base, "kernel", "scripts/x.py"], capture_output=True, text=True,
+                          env={**env, "IPYSKILLS_RUNTIME": "runsc"}, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() != platform.release(), done.stderr
+    done = subprocess.run([*base, "--runtime", "runsc", "--network", "kernel", "scripts/x.py"],
+                          capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 1 and "a gVisor run here has no network" in done.stderr
+    done = subprocess.run([*base, "--runtime", "auto", "--network", "kernel", "scripts/x.py"],
+                          capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == platform.release()  # auto: runc for the network
