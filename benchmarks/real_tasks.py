@@ -95,6 +95,9 @@ class Task:
     # GuardBlocked message, runs it with --no-guard (the container stays the boundary).
     guard: bool = True
     stdin: str | None = None  # the script's standard input (the cell body of %%skill_run)
+    # Why the task fails, once diagnosed and not fixed here; the table still shows it as FAIL with its
+    # reason, the tests make it an xfail with this text.
+    known_failure: str = ""
 
     @property
     def collection(self) -> str:
@@ -571,8 +574,10 @@ def check_page_images(out: Outcome) -> str:
     pages = sorted(p for p in out.files if re.fullmatch(r"page_\d+\.png", p))
     require(pages == ["page_1.png", "page_2.png", "page_3.png"], f"images {pages}")
     sizes = {png_size(out.files[p]) for p in pages}
-    require(sizes == {(773, 1000)}, f"sizes {sizes}")  # letter at 200 dpi, scaled to 1000 px high
-    return "3 pages as 773x1000 PNGs"
+    # Letter (8.5 x 11 in) at 200 dpi is 1700 x 2200 px; the script scales the longer side to 1000 px.
+    expected = (int(1700 * 1000 / 2200), 1000)
+    require(sizes == {expected}, f"sizes {sizes}, expected {expected}")
+    return f"3 pages as {expected[0]}x{expected[1]} PNGs"
 
 
 def make_validation_image(folder: Path) -> list[str]:
@@ -733,7 +738,7 @@ def check_thumbnails(out: Outcome) -> str:
             x0 = pad + col * (thumb_w + pad)
             y0 = int(pad + row * (cell_h + pad) + cell_h - thumb_h)
             box = rgb.crop((x0, y0, x0 + thumb_w, y0 + thumb_h))
-            return sum(1 for v in box.getdata() if v < 200)
+            return sum(box.histogram()[:200])  # pixels darker than light grey
         inked = [ink(n % cols, n // cols) > 50 for n in range(6)]
     require(inked == [True] * 5 + [False], f"cells drawn {inked}")
     return "one 3x2 grid, 5 thumbnails drawn, the 6th cell empty"
@@ -1046,6 +1051,9 @@ def check_resources(out: Outcome) -> str:
 
 # --- the tasks -----------------------------------------------------------------------------------------
 
+RDKIT_RENAME = ("the script calls Descriptors.FractionCsp3, which RDKit 2025.09 renamed FractionCSP3; the skill pins "
+                "no RDKit version (SKILL.md: `uv pip install rdkit`), so the newest wheel is installed")
+
 A_PDF = "anthropics-skills/skills/pdf"
 A_DOCX = "anthropics-skills/skills/docx"
 A_PPTX = "anthropics-skills/skills/pptx"
@@ -1137,10 +1145,11 @@ TASKS = [
          ["--server", "python3 -m http.server 8765 --directory site", "--port", "8765", "--", "python3",
           "fetch_page.py"], make_site, check_served, "SKILL.md:41", guard=False),
     Task("rdkit-properties", "scientific", K + "rdkit", "scripts/molecular_properties.py",
-         [MOLECULES["aspirin"][0]], lambda d: [], check_mw_single, "script usage", timeout=90),
+         [MOLECULES["aspirin"][0]], lambda d: [], check_mw_single, "script usage", timeout=90,
+         known_failure=RDKIT_RENAME),
     Task("rdkit-properties-file", "scientific", K + "rdkit", "scripts/molecular_properties.py",
          ["--file", "molecules.smi", "--output", "properties.csv"], lambda d: [smiles_file(d)], check_mw_file,
-         "script usage", timeout=90, interface="magic"),
+         "script usage", timeout=90, interface="magic", known_failure=RDKIT_RENAME),
     Task("rdkit-substructure", "scientific", K + "rdkit", "scripts/substructure_filter.py",
          ["molecules.smi", "--pattern", "c1ccccc1", "--output", "aromatic.smi"], lambda d: [smiles_file(d)],
          check_substructure, "script usage", timeout=90),
@@ -1149,10 +1158,14 @@ TASKS = [
          lambda d: [smiles_file(d)], check_similarity, "script usage", timeout=90),
     Task("medchem-rule-of-five", "scientific", K + "medchem", "scripts/filter_molecules.py",
          ["input.csv", "--rules", "rule_of_five", "--output", "filtered.csv"], make_medchem, check_medchem,
-         "SKILL.md:397", timeout=180, memory="1g"),
+         "SKILL.md:397", timeout=180, memory="1g",
+         known_failure="medchem imports rdkit.Chem.Draw, whose extension needs libXrender.so.1 and libXext.so.6; "
+                       "the sandbox image has no X client libraries (Debian libxrender1, libxext6)"),
     Task("pymatgen-convert", "scientific", K + "pymatgen", "scripts/structure_converter.py",
          ["POSCAR", "structure.cif"], lambda d: [_write(d, "POSCAR", NACL_POSCAR)], check_cif, "SKILL.md:161",
-         timeout=120, memory="1g"),
+         timeout=120, memory="1g",
+         known_failure="the script's argparse takes `input` as nargs='+' before the optional `output`, so "
+                       "structure.cif is swallowed as a second input (then dropped: no such file)"),
     Task("pymatgen-convert-format", "scientific", K + "pymatgen", "scripts/structure_converter.py",
          ["POSCAR", "--format", "cif"], lambda d: [_write(d, "POSCAR", NACL_POSCAR)],
          lambda o: check_cif(o, "POSCAR.cif"), "SKILL.md:164 (--format)", timeout=120, memory="1g"),
@@ -1168,7 +1181,10 @@ TASKS = [
          lambda d: [dicom_file(d)], check_dicom_png, "SKILL.md:381"),
     Task("scanpy-qc", "scientific", K + "scanpy", "scripts/qc_analysis.py",
          ["counts.csv", "--output", "filtered.h5ad", "--mt-threshold", "5", "--min-genes", "200", "--min-cells",
-          "3"], lambda d: [counts_csv(d)], check_qc, "SKILL.md:314", timeout=240, memory="2g"),
+          "3"], lambda d: [counts_csv(d)], check_qc, "SKILL.md:314", timeout=240, memory="2g",
+         known_failure="QC and filtering work (30 -> 20 cells), then anndata refuses to write the obs index: "
+                       "pandas 3 (the sandbox image's) reads CSV text as StringArray, which anndata writes only "
+                       "with allow_write_nullable_strings=True"),
     Task("eda-report", "scientific", K + "exploratory-data-analysis", "scripts/eda_analyzer.py",
          ["sales.csv", "report.md"], lambda d: [sales_csv(d)], check_eda, "SKILL.md:390", timeout=90,
          memory="1g"),
@@ -1316,10 +1332,13 @@ def run_magic(task: Task, skill_dir: Path, work: Path, inputs: list[str], kernel
 
 
 def first_error_line(text: str) -> str:
+    """The line that says what went wrong: the last exception line of a traceback (`ValueError: ...`), else
+    the last line that looks like an error, else the last line."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    for line in reversed(lines):
-        if re.match(r"[A-Za-z_.]*(Error|Exception)\b|Error:|ERROR", line):
-            return line[:200]
+    for pattern in (r"[A-Za-z_][\w.]*(Error|Exception|Exit): ", r"[A-Za-z_.]*(Error|Exception)\b|Error:|ERROR"):
+        for line in reversed(lines):
+            if re.match(pattern, line):
+                return line[:200]
     return (lines[-1] if lines else "")[:200]
 
 
