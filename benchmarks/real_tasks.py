@@ -1049,10 +1049,98 @@ def check_resources(out: Outcome) -> str:
     return f"{res['cpu']['logical_cores']} cores, {res['memory']['total_gb']} GB, no GPU"
 
 
+AE_ROWS = [  # treatment_arm, any_ae, related, serious, fatal, discontinuation
+    ("Drug", "yes", "yes", "no", "no", "no"), ("Drug", "yes", "no", "yes", "no", "yes"),
+    ("Drug", "no", "no", "no", "no", "no"), ("Drug", "yes", "yes", "yes", "yes", "no"),
+    ("Placebo", "yes", "no", "no", "no", "no"), ("Placebo", "no", "no", "no", "no", "no"),
+]
+
+
+def make_ae(folder: Path) -> list[str]:
+    lines = ["subject,treatment_arm,any_ae,related,serious,fatal,discontinuation"]
+    lines += [f"S{n:03d},{','.join(row)}" for n, row in enumerate(AE_ROWS)]
+    return [_write(folder, "adverse_events.csv", "\n".join(lines) + "\n")]
+
+
+def check_ae(out: Outcome) -> str:
+    table = out.file("ae_table.md").decode()
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Category")}
+    header = [c.strip() for c in table.splitlines()[0].split("|")[2:-1]]
+    require(header == ["Drug", "Placebo"], f"arms {header}")
+    require(rows["Total N"] == ["4", "2"], f"totals {rows['Total N']}")
+    require(rows["Any AE"] == ["3 (75.0%)", "1 (50.0%)"], f"any AE {rows['Any AE']}")
+    require(rows["Serious AE"] == ["2 (50.0%)", "0 (0.0%)"], f"serious {rows['Serious AE']}")
+    require(rows["Deaths"] == ["1 (25.0%)", "0 (0.0%)"], f"deaths {rows['Deaths']}")
+    return "counts and percentages per arm"
+
+
+CLINICAL_NOTE = """Case report
+Patient: Smith, John was seen by Dr. Alvarez on 03/14/2025.
+Phone 555-123-4567, email john.smith@example.org, SSN 123-45-6789.
+A 93 year old relative was also present.
+"""
+
+
+def check_deid(out: Outcome) -> str:
+    report = json_file(out, "deid.json")
+    require(report["status"] != "COMPLIANT", f"status {report['status']}")
+    found = set(report["identifier_violations"]["violations"])
+    wanted = {"1_names", "3_dates", "4_telephone", "6_email", "7_ssn"}
+    require(wanted <= found, f"found {sorted(found)}")
+    require(report["age_compliance"]["ages_over_89"] >= 1, str(report["age_compliance"]))
+    return "names, date, phone, email, SSN and the age over 89 flagged, exit 1"
+
+
+def make_office_folder(folder: Path) -> list[str]:
+    _write(folder, "docs/deck.pptx", pptx_bytes(DECK))
+    _write(folder, "docs/charter.docx", docx_bytes(DOC_PARAGRAPHS))
+    return ["docs"]
+
+
+def check_markdown(out: Outcome) -> str:
+    md = {p: out.files[p].decode() for p in out.files if p.startswith("markdown/") and p.endswith(".md")}
+    require(set(md) == {"markdown/deck.md", "markdown/charter.md"}, f"files {sorted(out.files)[:10]}")
+    for title in DECK:
+        require(title in md["markdown/deck.md"], f"{title!r} not in deck.md")
+    for text in DOC_PARAGRAPHS:
+        require(text in md["markdown/charter.md"], f"{text!r} not in charter.md")
+    return "deck.md with the 5 slide titles, charter.md with the 3 paragraphs"
+
+
+DE_GENES = [f"gene{i}" for i in range(5)]  # 8x higher in the treated samples
+
+
+def make_deseq(folder: Path) -> list[str]:
+    samples = [f"s{i}" for i in range(8)]
+    condition = ["control"] * 4 + ["treated"] * 4
+    lines = ["gene," + ",".join(samples)]  # genes x samples: the script transposes it unless --no-transpose
+    for g in range(60):
+        counts = []
+        for n in range(len(samples)):
+            base = 100 + 13 * g + (7 * n * (g % 5)) % 23  # steady across conditions, a little noise
+            counts.append(base * 8 if (g < 5 and condition[n] == "treated") else base)
+        lines.append(f"gene{g}," + ",".join(map(str, counts)))
+    meta = ["sample,condition"] + [f"{s},{c}" for s, c in zip(samples, condition)]
+    return [_write(folder, "counts.csv", "\n".join(lines) + "\n"),
+            _write(folder, "metadata.csv", "\n".join(meta) + "\n")]
+
+
+def check_deseq(out: Outcome) -> str:
+    sig = read_csv(out.file("results/significant_genes.csv"))
+    genes = {next(iter(r.values())) for r in sig}
+    require(set(DE_GENES) <= genes, f"significant {sorted(genes)[:10]}")
+    require(len(genes - set(DE_GENES)) <= 2, f"{len(genes) - 5} other genes called significant")
+    for r in sig:
+        if next(iter(r.values())) in DE_GENES:
+            require(near(float(r["log2FoldChange"]), 3.0, 0.5), f"log2FC {r['log2FoldChange']}")
+    return "the 5 eightfold genes significant with log2FC about 3"
+
+
 # --- the tasks -----------------------------------------------------------------------------------------
 
-RDKIT_RENAME = ("the script calls Descriptors.FractionCsp3, which RDKit 2025.09 renamed FractionCSP3; the skill pins "
-                "no RDKit version (SKILL.md: `uv pip install rdkit`), so the newest wheel is installed")
+RDKIT_RENAME = ("the script calls Descriptors.FractionCsp3; current RDKit (2026.09.1 resolved here) has only "
+                "FractionCSP3, and the skill pins no version (SKILL.md: `uv pip install rdkit`)")
 
 A_PDF = "anthropics-skills/skills/pdf"
 A_DOCX = "anthropics-skills/skills/docx"
@@ -1159,8 +1247,9 @@ TASKS = [
     Task("medchem-rule-of-five", "scientific", K + "medchem", "scripts/filter_molecules.py",
          ["input.csv", "--rules", "rule_of_five", "--output", "filtered.csv"], make_medchem, check_medchem,
          "SKILL.md:397", timeout=180, memory="1g",
-         known_failure="medchem imports rdkit.Chem.Draw, whose extension needs libXrender.so.1 and libXext.so.6; "
-                       "the sandbox image has no X client libraries (Debian libxrender1, libxext6)"),
+         known_failure="medchem imports rdkit.Chem.Draw, whose rdMolDraw2D extension links libXrender.so.1, "
+                       "libX11.so.6 and libXext.so.6; the sandbox image has no X client libraries (Debian "
+                       "libxrender1, libx11-6, libxext6)"),
     Task("pymatgen-convert", "scientific", K + "pymatgen", "scripts/structure_converter.py",
          ["POSCAR", "structure.cif"], lambda d: [_write(d, "POSCAR", NACL_POSCAR)], check_cif, "SKILL.md:161",
          timeout=120, memory="1g",
@@ -1195,6 +1284,23 @@ TASKS = [
          ["references.bib", "--report", "validation_report.json", "--verbose"],
          lambda d: [_write(d, "references.bib", BIBTEX)], check_bibtex_validate, "SKILL.md:318",
          interface="cli", exit_code=1),  # exit 1: the file has errors (on purpose)
+    Task("clinical-ae-table", "scientific", K + "clinical-reports", "scripts/format_adverse_events.py",
+         ["adverse_events.csv", "--output", "ae_table.md"], make_ae, check_ae, "SKILL.md:1070 (script usage)"),
+    Task("clinical-deidentification", "scientific", K + "clinical-reports", "scripts/check_deidentification.py",
+         ["note.txt", "--output", "deid.json"], lambda d: [_write(d, "note.txt", CLINICAL_NOTE)], check_deid,
+         "SKILL.md:1069 (script usage)", exit_code=1, interface="cli"),  # exit 1: identifiers found
+    Task("markitdown-batch", "docx", K + "markitdown", "scripts/batch_convert.py", ["docs", "markdown"],
+         make_office_folder, check_markdown, "SKILL.md:475 (script usage)", timeout=120, memory="1g"),
+    Task("pydeseq2-contrast", "scientific", K + "pydeseq2", "scripts/run_deseq2_analysis.py",
+         ["--counts", "counts.csv", "--metadata", "metadata.csv", "--design", "~condition", "--contrast",
+          "condition", "treated", "control", "--output", "results/"], make_deseq, check_deseq, "SKILL.md:287",
+         timeout=240, memory="1g",
+         known_failure="the script calls DeseqStats.lfc_shrink() without the `coeff` argument current pydeseq2 "
+                       "requires (the skill pins no pydeseq2 version)"),
+    Task("pydeseq2-contrast-no-shrink", "scientific", K + "pydeseq2", "scripts/run_deseq2_analysis.py",
+         ["--counts", "counts.csv", "--metadata", "metadata.csv", "--design", "~condition", "--contrast",
+          "condition", "treated", "control", "--output", "results/", "--no-shrink"], make_deseq, check_deseq,
+         "SKILL.md:287 plus the script's --no-shrink", timeout=240, memory="1g"),
     Task("detect-resources", "scientific", K + "get-available-resources", "scripts/detect_resources.py", [],
          lambda d: [], check_resources, "SKILL.md:156"),
 ]
