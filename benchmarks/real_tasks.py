@@ -279,6 +279,62 @@ def workbook_with_formulas(folder: Path, name: str = "budget.xlsx") -> str:
 
 
 BUDGET = [("Jan", 12, 2.5), ("Feb", 7, 3.0), ("Mar", 20, 1.25), ("Apr", 3, 10.0)]
+PRICES = {"apple": 0.5, "pear": 0.75, "plum": 1.2}
+ORDERS = [("apple", 10), ("plum", 4), ("pear", 8), ("kiwi", 3)]  # kiwi has no price: VLOOKUP gives #N/A
+
+
+def workbook_two_sheets(folder: Path, name: str = "orders.xlsx") -> str:
+    """Orders priced by VLOOKUP from a second sheet, an IF, a cross-sheet SUM and an unknown function."""
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    prices = wb.active
+    prices.title = "Prices"
+    for item in PRICES.items():
+        prices.append(list(item))
+    orders = wb.create_sheet("Orders")
+    orders.append(["Item", "Qty", "Price", "Amount", "Bulk"])
+    for n, (item, qty) in enumerate(ORDERS, start=2):
+        orders.append([item, qty, f"=VLOOKUP(A{n},Prices!A1:B{len(PRICES)},2,FALSE)", f"=B{n}*C{n}",
+                       f'=IF(B{n}>=8,"bulk","single")'])
+    last = len(ORDERS) + 1
+    orders[f"F{last + 1}"] = f"=SUM(Prices!B1:B{len(PRICES)})"
+    orders[f"F{last + 2}"] = "=NOSUCHFUNCTION(1)"
+    buf = io.BytesIO()
+    wb.save(buf)
+    return _write(folder, name, buf.getvalue())
+
+
+def check_recalc_two_sheets(out: Outcome) -> str:
+    from openpyxl import load_workbook
+
+    try:
+        report = json.loads(out.stdout)
+    except ValueError:
+        raise CheckFailed(f"stdout is not JSON: {out.stdout.strip()[:200]}") from None
+    require("error" not in report, f"recalc.py: {report.get('error')}")
+    n = len(ORDERS)
+    require(report.get("total_formulas") == 3 * n + 2, f"total_formulas {report.get('total_formulas')}")
+    summary = report.get("error_summary", {})
+    # kiwi: its price (#N/A) and its amount (#N/A propagated); the unknown function: #NAME?
+    require(sorted(summary.get("#N/A", {}).get("locations", [])) == [f"Orders!C{n + 1}", f"Orders!D{n + 1}"],
+            f"#N/A {summary.get('#N/A')}")
+    require(summary.get("#NAME?", {}).get("locations") == [f"Orders!F{n + 3}"], f"#NAME? {summary.get('#NAME?')}")
+    ws = load_workbook(io.BytesIO(out.file("orders.xlsx")), data_only=True)["Orders"]
+    for row, (item, qty) in enumerate(ORDERS[:-1], start=2):
+        require(near(ws[f"D{row}"].value or 0, qty * PRICES[item], 1e-9), f"D{row} = {ws[f'D{row}'].value}")
+        require(ws[f"E{row}"].value == ("bulk" if qty >= 8 else "single"), f"E{row} = {ws[f'E{row}'].value}")
+    require(near(ws[f"F{n + 2}"].value or 0, sum(PRICES.values()), 1e-9), f"F{n + 2} = {ws[f'F{n + 2}'].value}")
+    return "VLOOKUP across sheets, IF and SUM recalculated; 2 #N/A and 1 #NAME? located"
+
+
+def check_unpacked_xlsx(out: Outcome) -> str:
+    sheets = sorted(p for p in out.files if re.fullmatch(r"unpacked/xl/worksheets/sheet\d+\.xml", p))
+    require(len(sheets) == 2, f"sheets {sheets}")
+    xml = out.files["unpacked/xl/worksheets/sheet2.xml"].decode()
+    require("VLOOKUP(A2,Prices!A1:B3,2,FALSE)" in xml, "formula not in sheet2.xml")
+    require("\n  " in xml, "sheet2.xml is not pretty-printed")
+    return "2 worksheet parts, the VLOOKUP formula in the XML"
 
 
 def dicom_file(folder: Path, name: str = "scan.dcm", rows: int = 32, cols: int = 48) -> str:
@@ -1197,6 +1253,11 @@ TASKS = [
     Task("xlsx-recalc", "xlsx", A_XLSX, "scripts/recalc.py", ["budget.xlsx", "30"],
          lambda d: [workbook_with_formulas(d)], check_recalc, "SKILL.md:217", timeout=120, memory="1g",
          office=True),
+    Task("xlsx-recalc-two-sheets", "xlsx", A_XLSX, "scripts/recalc.py", ["orders.xlsx"],
+         lambda d: [workbook_two_sheets(d)], check_recalc_two_sheets, "SKILL.md:139", timeout=120, memory="1g",
+         office=True, interface="magic"),
+    Task("xlsx-unpack", "xlsx", A_XLSX, "scripts/office/unpack.py", ["orders.xlsx", "unpacked/"],
+         lambda d: [workbook_two_sheets(d)], check_unpacked_xlsx, "scripts/office/unpack.py usage"),
     Task("pptx-thumbnails", "pptx", A_PPTX, "scripts/thumbnail.py", ["deck.pptx"], make_deck, check_thumbnails,
          "SKILL.md:26", timeout=120, memory="1g", office=True),
     Task("pptx-unpack", "pptx", A_PPTX, "scripts/office/unpack.py", ["deck.pptx", "unpacked/"], make_deck,

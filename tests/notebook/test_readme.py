@@ -36,8 +36,8 @@ NOT_RUN = {
         "installs system packages and Docker as root; its notebooks run in tests/notebook/test_examples.py, "
         "and its second line, scripts/test.sh, is what CI runs",
     "bash scripts/test.sh                         # everything, as CI runs it":
-        "is the test suite itself (CI runs it); the other two lines start the tests again and run the "
-        "benchmarks, which are not tests",
+        "is the test suite itself (CI runs it); the other lines start the tests again and run the "
+        "benchmarks, which are not tests (the published file tasks run in tests/published/test_real_tasks.py)",
 }
 
 
