@@ -10,7 +10,7 @@ values, slide count, molecular weights within tolerance, space group, ...). A fa
 suite and is shown with the first line of its reason.
 
     .venv/bin/python benchmarks/real_tasks.py [/tmp/published] [--json OUT] [--only NAME[,NAME]] [--list]
-        [--interface run|cli|magic] [--vendored]
+        [--interface run|cli|magic] [--vendored] [--backend docker|local]
 
 The collections are exported commit trees under the given folder: `anthropics-skills` (anthropics/skills),
 `openai-skills` (openai/skills), `k-dense-scientific-skills` (K-Dense-AI/claude-scientific-skills). With
@@ -1370,11 +1370,14 @@ TASKS = [
 # --- running -------------------------------------------------------------------------------------------
 
 
+BACKEND = "docker"  # --backend local runs the same tasks on the local backend
+
+
 def _settings():
     from ipyskills.settings import Settings
 
     # Only the task's skill in view; no warm pool, so nothing is started ahead of time and left over.
-    return Settings(default_roots=False, bundled_skills=False, pool_size=0, backend="docker")
+    return Settings(default_roots=False, bundled_skills=False, pool_size=0, backend=BACKEND)
 
 
 def skill_name(skill_dir: Path) -> str:
@@ -1404,7 +1407,7 @@ def _read_saved(folder: Path) -> dict[str, bytes]:
 
 def run_cli(task: Task, skill_dir: Path, work: Path, inputs: list[str]) -> Outcome:
     saved = work.parent / "saved"
-    cmd = [sys.executable, "-m", "ipyskills", "run", "--dir", str(skill_dir), "--backend", "docker",
+    cmd = [sys.executable, "-m", "ipyskills", "run", "--dir", str(skill_dir), "--backend", BACKEND,
            "--timeout", str(task.timeout), "--deps", "auto", "--save", str(saved), "--json"]
     if task.stdin is None:
         cmd.append("--no-stdin")
@@ -1474,7 +1477,8 @@ def run_magic(task: Task, skill_dir: Path, work: Path, inputs: list[str], kernel
     _, error = kernel.execute(f"%skills add {shlex.quote(str(skill_dir))}")
     if error:
         raise CheckFailed(f"%skills add: {error}")
-    options = [f"--timeout {task.timeout:g}", "--deps auto", "--backend docker", f"--save {shlex.quote(str(saved))}"]
+    options = [f"--timeout {task.timeout:g}", "--deps auto", f"--backend {BACKEND}",
+               f"--save {shlex.quote(str(saved))}"]
     if task.memory:
         options.append(f"--memory {task.memory}")
     if not task.guard:
@@ -1577,8 +1581,12 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="comma-separated task names (or prefixes ending in *)")
     parser.add_argument("--interface", choices=("run", "cli", "magic"), help="only the tasks using it")
     parser.add_argument("--vendored", action="store_true", help="use the skills in tests/published/vendored")
+    parser.add_argument("--backend", choices=("docker", "local"), default="docker",
+                        help="where the scripts run (default docker; the office tasks need its office image)")
     parser.add_argument("--list", action="store_true", help="list the tasks and exit")
     args = parser.parse_args(argv)
+    global BACKEND
+    BACKEND = args.backend
     tasks = select(TASKS, args.only, args.interface)
     if args.vendored:
         tasks = [t for t in tasks if t.skill_dir(args.published, True).is_dir()]
