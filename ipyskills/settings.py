@@ -44,7 +44,7 @@ class Settings:
     pool_size: int = 2  # Docker containers kept started ahead of runs (0: no warm pool)
     pool_max: int = 8  # the warm pool grows to the recent burst of parallel runs, up to this (at most 8)
     deps: str = "auto"  # provision a skill's Python requirements before its first run (see DEPS_MODES)
-    allow_sdist: bool = False  # build a package that has no wheel from its sdist, in a network-off container
+    allow_sdist: bool = True  # build a package that has no wheel from its sdist, in a network-off container
     deps_max_count: int = 100  # distributions one provisioning may add
     deps_max_size: int = 2 * 1024**3  # their total download size (a size like 2g)
 

@@ -2,7 +2,8 @@
 # Sets up a machine for ipyskills from nothing, idempotently: system packages (when root on Debian/Ubuntu),
 # a Docker engine, a virtualenv in .venv with the project installed, and the sandbox image.
 # Environment: IPYSKILLS_SKIP_DOCKER=1 skips the engine and images (the local backend is used then);
-# IPYSKILLS_SKIP_OFFICE=1 skips the office profile image.
+# IPYSKILLS_SKIP_OFFICE=1 skips the office profile image; IPYSKILLS_SKIP_BUILD_IMAGE=1 the build image (made on
+# first need then).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,8 +61,19 @@ if [ "${IPYSKILLS_SKIP_DOCKER:-0}" != 1 ] && docker info >/dev/null 2>&1; then
         if .venv/bin/python -c "import json,sys; o=json.load(open('/tmp/ipyskills-status.json'))['profiles']['office']; sys.exit(0 if o['present'] and o['current'] else 1)" 2>/dev/null; then
             log "office profile image present and current"
         else
-            log "building the office profile image (LibreOffice, poppler, pandoc, Node; about 2 minutes)"
+            log "building the office profile image (LibreOffice 25, poppler, pandoc, tesseract, Node; about 2 minutes)"
             .venv/bin/ipyskills sandbox build --profile office --offline
+        fi
+    fi
+    # The build profile (gcc, g++, Python headers): packages without wheels are built from source there.
+    # Provisioning makes it on first need anyway; made here so the first such run does not wait for it.
+    if [ "${IPYSKILLS_SKIP_BUILD_IMAGE:-0}" != 1 ]; then
+        .venv/bin/ipyskills sandbox status --json >/tmp/ipyskills-status.json 2>/dev/null || true
+        if .venv/bin/python -c "import json,sys; o=json.load(open('/tmp/ipyskills-status.json'))['profiles']['build']; sys.exit(0 if o['present'] and o['current'] else 1)" 2>/dev/null; then
+            log "build profile image present and current"
+        else
+            log "building the build profile image (gcc, g++, Python headers; under a minute)"
+            .venv/bin/ipyskills sandbox build --profile build --offline
         fi
     fi
 fi

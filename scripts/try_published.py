@@ -24,10 +24,10 @@ numbers before and after dependency provisioning. Sequential (one run at a time)
 
     python scripts/try_published.py /tmp/published/anthropics-skills ... [--json OUT] [--limit N]
         [--deps auto|declared|off] [--timeout 30] [--skill NAME]... [--no-guard] [--image TAG]
-        [--workdir workspace|skill] [--allow-sdist]
+        [--workdir workspace|skill] [--no-sdist]
 
-`--allow-sdist` lets provisioning build packages that publish no wheel from their sdists (in a throwaway
-network-off container), to count what the opt-in adds. `--workdir skill` runs every script the old way (working directory = the read-only skill, script path
+`--no-sdist` refuses packages that publish no wheel instead of building them from their sdists (in a
+throwaway network-off container of the build image, the default), to count what source builds add. `--workdir skill` runs every script the old way (working directory = the read-only skill, script path
 relative to it) instead of the default writable workspace with the script called by its path in the skill,
 so the two layouts can be compared on the same scripts.
 """
@@ -188,7 +188,7 @@ def try_script(reg, name: str, script: str, *, timeout: float, deps: str | None,
 
 
 def survey(collections: list[Path], *, limit: int | None, timeout: float, deps: str | None, guard: bool,
-           only: set[str], image: str | None = None, allow_sdist: bool = False, out=sys.stdout) -> dict:
+           only: set[str], image: str | None = None, allow_sdist: bool = True, out=sys.stdout) -> dict:
     from ipyskills import SkillRegistry
     from ipyskills.settings import Settings
 
@@ -318,8 +318,11 @@ def main(argv=None) -> int:
                                         "switched to a profile image such as office when a skill needs it)")
     parser.add_argument("--workdir", choices=("workspace", "skill"), default="workspace",
                         help="the run's working directory: the writable workspace (default) or the skill")
-    parser.add_argument("--allow-sdist", action="store_true",
-                        help="build packages without a wheel from their sdists (in a network-off container)")
+    parser.add_argument("--no-sdist", dest="allow_sdist", action="store_false",
+                        help="refuse packages without a wheel instead of building them from their sdists (in "
+                        "a network-off container of the build image, the default)")
+    parser.add_argument("--allow-sdist", dest="allow_sdist", action="store_true",
+                        help="build them (the default; kept so older commands still work)")
     args = parser.parse_args(argv)
     if args.workdir == "skill":
         from ipyskills.sandbox import runner

@@ -48,6 +48,20 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.timeout(limit))
 
 
+@pytest.fixture(autouse=True)
+def _failed_builds_of_this_test(tmp_path_factory):
+    """Failed source builds are remembered per test, not in the user's cache: a test that builds the same
+    sdist again must build it, and the suite must leave the real cache as it found it. (Not through
+    `monkeypatch`: an autouse monkeypatch would undo the tests' own patches after the hygiene checks.)"""
+    from ipyskills.sandbox.provision import sdist
+
+    folder = tmp_path_factory.mktemp("sdist-failures")
+    saved = sdist.failures_dir
+    sdist.failures_dir = lambda: folder
+    yield
+    sdist.failures_dir = saved
+
+
 @pytest.fixture
 def make_skill(tmp_path):
     """`make_skill(folder, frontmatter_text, body)` writes tmp_path/folder/SKILL.md and returns the folder.

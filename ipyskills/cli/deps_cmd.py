@@ -1,5 +1,5 @@
-"""`ipyskills deps NAME [--json] [--install] [--allow-sdist]`: what a skill needs, where each need came from, and
-(with --install) provisioning it now rather than at the first run.
+"""`ipyskills deps NAME [--json] [--install] [--allow-sdist|--no-sdist]`: what a skill needs, where each need
+came from, and (with --install) provisioning it now rather than at the first run.
 
 Text output: one line per Python distribution with its source (file:line and why), then what the sandbox
 image already has, what was skipped and why, and the programs the scripts call. `--json` prints
@@ -35,16 +35,21 @@ def register(subparsers) -> None:
 
 
 def add_allow_sdist_option(p) -> None:
-    """--allow-sdist, shared by `deps` and `run`."""
-    p.add_argument("--allow-sdist", action="store_true",
-                   help="a package that publishes no wheel is built from its source distribution in a "
-                   "throwaway container with the network off (its build code never runs on this machine); "
-                   "default: refused (setting allow_sdist, IPYSKILLS_ALLOW_SDIST)")
+    """--allow-sdist / --no-sdist, shared by `deps` and `run`."""
+    choice = p.add_mutually_exclusive_group()
+    choice.add_argument("--allow-sdist", dest="allow_sdist", action="store_const", const=True, default=None,
+                        help="a package that publishes no wheel is built from its source distribution in a "
+                        "throwaway container with the network off (its build code never runs on this "
+                        "machine); the default, unless the setting allow_sdist or IPYSKILLS_ALLOW_SDIST=0 "
+                        "turned it off")
+    choice.add_argument("--no-sdist", dest="allow_sdist", action="store_const", const=False,
+                        help="refuse packages that publish no wheel instead of building them")
 
 
 def apply_allow_sdist(reg, args) -> None:
-    if getattr(args, "allow_sdist", False):
-        reg.settings = reg.settings.with_overrides(allow_sdist=True)
+    chosen = getattr(args, "allow_sdist", None)
+    if chosen is not None:
+        reg.settings = reg.settings.with_overrides(allow_sdist=chosen)
 
 
 def cmd_deps(args) -> int:

@@ -24,9 +24,11 @@ def register(subparsers) -> None:
     )
     build.add_argument("--offline", action="store_true", help="build without any image registry")
     build.add_argument("--tag", help="image tag (default: the configured image, or the profile's image)")
-    build.add_argument("--profile", choices=("core", "office"), default="core",
+    build.add_argument("--profile", choices=("core", "office", "build"), default="core",
                        help="core: Python with the data stack (default); office: core plus headless "
-                       "LibreOffice, poppler-utils, qpdf, pandoc and Node with docx and pptxgenjs")
+                       "LibreOffice 25.x, poppler-utils, qpdf, ghostscript, pandoc, tesseract-ocr and Node "
+                       "with docx and pptxgenjs; build: core plus gcc, g++ and the Python headers, used "
+                       "only to build packages from source distributions, never for runs")
     build.add_argument("--fresh-base", action="store_true",
                        help="with --offline: debootstrap again even if a matching base image exists")
     build.set_defaults(func=run_build)
@@ -161,12 +163,14 @@ def run_cleanup(args) -> int:
     from ..sandbox.local.confine import remove_stale
     from ..sandbox.provision.docker_image import prune_dangling, remove_tags, unused_tags
     from ..sandbox.provision.local_site import cache_root, remove_dead_partials
+    from ..sandbox.provision.sdist import forget_failures
     from ..sandbox.scratch import sweep_dead
     from .core_cmds import make_registry
 
     local = remove_stale(remove_tree)  # local runs whose owner died: their folders (and cgroups)
     # provisioning's scratch folders and half-made dependency folders of owners that died mid-way
     scratch = sweep_dead() + remove_dead_partials(cache_root())
+    forgotten = forget_failures()  # remembered failed source builds: the next provisioning tries again
     try:
         removed = cleanup(all_owners=args.all)
     except SandboxError:
@@ -180,12 +184,15 @@ def run_cleanup(args) -> int:
         layers = prune_dangling(client)  # what interrupted dependency builds of dead owners left
     if args.json:
         print(json.dumps({"removed": removed, "removed_local": local, "removed_scratch": scratch,
+                          "forgotten_builds": forgotten,
                           **({"removed_images": images, "removed_layers": layers} if args.images else {})}))
         return 0
     if local:
         print(f"removed {len(local)} local run folder(s) of dead owners: {' '.join(local)}")
     if scratch:
         print(f"removed {len(scratch)} provisioning folder(s) of dead owners: {' '.join(scratch)}")
+    if forgotten:
+        print(f"forgot {forgotten} failed source build(s): the next provisioning builds them again")
     if removed:
         print(f"removed {len(removed)} sandbox container(s): {' '.join(removed)}")
     else:

@@ -50,7 +50,7 @@ KNOWN_PROGRAMS = frozenset({
 # Programs only the "office" sandbox image carries.
 OFFICE_PROGRAMS = frozenset({
     "soffice", "libreoffice", "pdftoppm", "pdftotext", "pdfimages", "pdfinfo", "qpdf", "pandoc", "node",
-    "npm", "npx",
+    "npm", "npx", "tesseract", "gs",
 })
 # Python packages that do their work by running a program: importing one means the scripts need it.
 PROGRAMS_BEHIND_IMPORTS: dict[str, tuple[str, ...]] = {
@@ -61,7 +61,8 @@ PROGRAMS_BEHIND_IMPORTS: dict[str, tuple[str, ...]] = {
     "camelot": ("gs",),
     "unoserver": ("soffice",),
 }
-_OFFICE_WORDS = re.compile(r"libre\s*office|\bsoffice\b|poppler|pandoc|\bnode(?:\.?js)?\b", re.IGNORECASE)
+_OFFICE_WORDS = re.compile(r"libre\s*office|\bsoffice\b|poppler|pandoc|tesseract|ghostscript|\bnode(?:\.?js)?\b",
+                           re.IGNORECASE)
 
 BASE_REQUIREMENTS = Path(__file__).resolve().parent.parent / "sandbox" / "docker" / "images" / "base-requirements.txt"
 IMPORT_MAP = Path(__file__).resolve().parent / "data" / "import_map.json"

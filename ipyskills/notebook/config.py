@@ -83,9 +83,10 @@ class IPySkillsConfig(Configurable):
                      "imports included), declared (PEP 723 blocks, requirements files and install lines in "
                      "SKILL.md), off (nothing).").tag(config=True)
     allow_sdist = Bool(_DEFAULTS.allow_sdist,
-                       help="Provisioning may build a package that publishes no wheel from its source "
-                            "distribution, in a throwaway container with the network off (its build code "
-                            "never runs on this machine); off by default.").tag(config=True)
+                       help="Provisioning builds a package that publishes no wheel from its source "
+                            "distribution, in a throwaway container of the build image with the network off "
+                            "(its build code never runs on this machine); on by default, False refuses."
+                       ).tag(config=True)
     deps_max_count = Int(_DEFAULTS.deps_max_count,
                          help="Distributions one provisioning may add; more is refused before anything is "
                               "downloaded.").tag(config=True)

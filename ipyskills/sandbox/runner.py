@@ -30,7 +30,7 @@ class RunRequest:
     image: str = ""  # docker only
     requirements: object = None  # core.requirements.SkillRequirements, when dependencies are provisioned
     deps: str = "off"  # settings.DEPS_MODES: which of those requirements to provision
-    allow_sdist: bool = False  # a requirement without a wheel is built from its sdist in a container
+    allow_sdist: bool = True  # a requirement without a wheel is built from its sdist in a container
     deps_budget: object = None  # provision.budget.Budget: what one provisioning may add (None: the default)
     inputs: object = None  # inputs.StagedInputs: host files staged into the workspace
     on_output: object = None  # on_output(stream, text): "stdout"/"stderr" text as it arrives (capped)
@@ -118,11 +118,14 @@ def use_profile(impl, request: RunRequest) -> None:
     """Run in the profile image (e.g. office: LibreOffice, poppler, pandoc, Node) when the skill's scripts
     call its programs; when that image is missing, fail before anything starts, with the command to build
     it. Only the default image is swapped: a configured image is the user's choice."""
+    from .docker.image import image_info, profile_image
+
+    if impl.name == "docker" and request.image == profile_image("build"):
+        raise SandboxError(f"{request.image} is the image for building packages from source (a compiler and "
+                           "the Python headers); scripts never run in it: use the default image or another one")
     reqs = request.requirements
     if impl.name != "docker" or reqs is None or not reqs.profile or request.image not in ("", DEFAULT_IMAGE):
         return
-    from .docker.image import image_info, profile_image
-
     image = profile_image(reqs.profile)
     if image_info(impl.client(), image) is None:
         calls = ", ".join(p.describe() for p in reqs.programs[:3]) or "its compatibility text"

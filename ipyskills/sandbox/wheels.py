@@ -380,9 +380,9 @@ def _index_hint() -> str:
             "which ipyskills passes on to uv)")
 
 
-OPT_IN = ("opt in to building it from its source distribution in a throwaway network-off container: "
-          "`--allow-sdist` (ipyskills run / deps), IPYSKILLS_ALLOW_SDIST=1, `%config IPySkills.allow_sdist "
-          "= True`, or Settings(allow_sdist=True)")
+OPT_IN = ("let it be built from its source distribution in a throwaway network-off container (source builds "
+          "are turned off here): drop `--no-sdist` (ipyskills run / deps), unset IPYSKILLS_ALLOW_SDIST=0, "
+          "`%config IPySkills.allow_sdist = True`, or Settings(allow_sdist=True)")
 
 
 class NoWheel(ProvisionError):
@@ -422,8 +422,7 @@ def _compile_error(lines: list[str], specs: list[str], target: Target, code: int
     if m or abi or "have no usable wheels" in text:
         name = (m or abi).group(1) if (m or abi) else _first_name(text) or wanted
         return (f"{name} has no wheel for {target.describe()} that fits {wanted} (only a source distribution, "
-                f"or wheels for other Pythons/platforms). Building from source is refused by default: it runs "
-                f"the package's own build code. Pin a version of {name} that publishes a wheel for this "
+                f"or wheels for other Pythons/platforms), and building from source is turned off. Pin a version of {name} that publishes a wheel for this "
                 f"target, pick another package, or {OPT_IN}. uv: {_causes(lines, 300)}"), name
     m = re.search(r"Because (\S+) was not found in the package registry", text) or \
         re.search(r"Because (\S+) was not found in the provided package locations", text) or \

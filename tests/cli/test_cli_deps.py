@@ -129,9 +129,10 @@ def _forget_docopt_images() -> None:
 
 
 @pytest.mark.slow
-def test_allow_sdist_flag_turns_the_refusal_into_a_container_build(env):
-    """docopt publishes only an sdist: refused with the flag named; with --allow-sdist (or the setting) it is
-    built in a throwaway container and provisioned."""
+def test_an_sdist_is_built_by_default_and_no_sdist_refuses_it(env):
+    """docopt publishes only an sdist: by default it is built in a throwaway container and provisioned;
+    --no-sdist (or IPYSKILLS_ALLOW_SDIST=0) refuses it with both ways out named, and --allow-sdist beats the
+    environment variable."""
     e, root = env
     skill = root / "pdf-maker"
     (skill / "requirements.txt").write_text("docopt==0.6.2\n")
@@ -143,16 +144,16 @@ def test_allow_sdist_flag_turns_the_refusal_into_a_container_build(env):
             pytest.fail(f"IPYSKILLS_REQUIRE_DOCKER=1 but Docker is not ready: {reason}")
         pytest.skip(f"Docker backend not ready: {reason}")
     _forget_docopt_images()
-    refused = cli(e, "run", "--dir", str(root), "--backend", "docker", "pdf-maker", "scripts/make.py",
-                  stdin=subprocess.DEVNULL)
-    assert refused.returncode == 1 and refused.stdout == ""
-    error = refused.stderr.splitlines()[-1]
-    assert error.startswith("ipyskills: error: docopt has no wheel") and "--allow-sdist" in error
-    assert "requirements.txt:1" in error
-    for opt_in in (["--allow-sdist"], []):  # the flag, then the environment variable
-        extra_env = {} if opt_in else {"IPYSKILLS_ALLOW_SDIST": "1"}
-        run = cli({**e, **extra_env}, "run", "--dir", str(root), "--backend", "docker", *opt_in, "pdf-maker",
+    for refuse, extra_env in ((["--no-sdist"], {}), ([], {"IPYSKILLS_ALLOW_SDIST": "0"})):
+        refused = cli({**e, **extra_env}, "run", "--dir", str(root), "--backend", "docker", *refuse, "pdf-maker",
+                      "scripts/make.py", stdin=subprocess.DEVNULL)
+        assert refused.returncode == 1 and refused.stdout == ""
+        error = refused.stderr.splitlines()[-1]
+        assert error.startswith("ipyskills: error: docopt has no wheel") and "--no-sdist" in error
+        assert "requirements.txt:1" in error
+    for allow, extra_env in (([], {}), (["--allow-sdist"], {"IPYSKILLS_ALLOW_SDIST": "0"})):
+        run = cli({**e, **extra_env}, "run", "--dir", str(root), "--backend", "docker", *allow, "pdf-maker",
                   "scripts/make.py", stdin=subprocess.DEVNULL)
         assert run.returncode == 0, run.stderr
         assert run.stdout == "docopt 0.6.2\n"
-        _forget_docopt_images()  # so the environment variable's run builds again
+        _forget_docopt_images()  # so the next run builds again

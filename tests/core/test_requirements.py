@@ -527,3 +527,20 @@ def test_pkg_resources_is_setuptools_which_the_image_provides(tmp_path):
     assert {"setuptools", "pip"} <= default_provided()
     reqs = analyze(root, provided=default_provided())
     assert [r.name for r in reqs.provided] == ["setuptools"] and reqs.python == [] and reqs.skipped == []
+
+
+def test_ocr_and_ghostscript_users_get_the_office_image_which_now_has_them(tmp_path):
+    """pytesseract runs tesseract and camelot runs ghostscript: both programs are in the office image now,
+    so a script importing either is given that image."""
+    from ipyskills.core.requirements import analyze
+
+    root = tmp_path / "ocr"
+    (root / "scripts").mkdir(parents=True)
+    (root / "SKILL.md").write_text("---\nname: ocr\ndescription: Reads scanned pages.\n---\n# x\n")
+    (root / "scripts" / "read.py").write_text("import pytesseract\n")
+    reqs = analyze(root)
+    assert reqs.profile == "office"
+    assert {(p.program, p.via) for p in reqs.programs} == {("tesseract", "pytesseract")}
+    (root / "scripts" / "read.py").write_text("import camelot\n")
+    reqs = analyze(root)
+    assert reqs.profile == "office" and {p.program for p in reqs.programs} == {"gs"}

@@ -306,9 +306,17 @@ def test_profiles_name_their_images():
     assert image.profile_image("office") == "ipyskills-sandbox-office:latest"
     with pytest.raises(SandboxError, match="unknown sandbox profile"):
         image.profile_image("gpu")
-    assert image.office_recipe_hash() != image.recipe_hash()
-    assert "libreoffice-writer-nogui" in image.office_packages()
-    assert all("@" in spec for spec in image.office_npm())  # exact npm versions
+    assert image.profile_image("build") == "ipyskills-sandbox-build:latest"
+    from ipyskills.sandbox.docker import profile_images
+
+    hashes = {profile_images.recipe_hash("office"), profile_images.recipe_hash("build"), image.recipe_hash()}
+    assert len(hashes) == 3
+    office = profile_images.profile("office")
+    assert "libreoffice-writer-nogui" in profile_images.list_file(office.packages_file)
+    assert {"tesseract-ocr", "tesseract-ocr-eng", "ghostscript"} <= set(profile_images.list_file(office.packages_file))
+    assert office.backports and not profile_images.profile("build").backports
+    assert all("@" in spec for spec in profile_images.list_file(office.npm_file))  # exact npm versions
+    assert {"gcc", "g++", "python3-dev"} <= set(profile_images.list_file(profile_images.profile("build").packages_file))
 
 
 def test_unknown_profile_is_refused_before_any_docker_call():
@@ -321,7 +329,29 @@ def test_status_reports_each_profile(docker_backend):
     from ipyskills.cli.sandbox_cmds import sandbox_status
 
     report = sandbox_status(docker_backend.image)
-    assert set(report["profiles"]) == {"core", "office"}
+    assert set(report["profiles"]) == {"core", "office", "build"}
     core = report["profiles"]["core"]
     assert core["image"] == docker_backend.image and core["present"] and core["current"]
     assert report["profiles"]["office"]["image"] == image.profile_image("office")
+
+
+def test_a_profile_recipe_hash_follows_its_package_list_and_its_self_check(tmp_path, monkeypatch):
+    """A changed package list or self-check makes the present office image stale (status says rebuild)."""
+    import dataclasses
+
+    from ipyskills.sandbox.docker import profile_images
+
+    for name in (*image.RECIPE_FILES, "office-packages.txt", "office-npm.txt", "build-packages.txt"):
+        shutil.copy(image.IMAGES_DIR / name, tmp_path / name)
+    monkeypatch.setattr(image, "IMAGES_DIR", tmp_path)
+    original = profile_images.recipe_hash("office")
+    build = profile_images.recipe_hash("build")
+    (tmp_path / "office-packages.txt").write_text((tmp_path / "office-packages.txt").read_text() + "jq\n")
+    with_jq = profile_images.recipe_hash("office")
+    assert with_jq != original and profile_images.recipe_hash("build") == build
+    office = profile_images.PROFILE_IMAGES["office"]
+    monkeypatch.setitem(profile_images.PROFILE_IMAGES, "office",
+                        dataclasses.replace(office, check_script=office.check_script + "\n# tweak\n"))
+    assert profile_images.recipe_hash("office") not in (original, with_jq)
+    (tmp_path / "Dockerfile").write_text((tmp_path / "Dockerfile").read_text() + "# tweak\n")
+    assert profile_images.recipe_hash("build") != build  # the core recipe is part of every profile's

@@ -312,26 +312,27 @@ def build_containers(client, wait: float = 15.0) -> list:
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_an_sdist_only_package_is_refused_then_built_in_a_container_with_the_opt_in(private_tempdir, docker_backend,
-                                                                                   make_skill):
+def test_an_sdist_only_package_is_built_in_a_container_by_default_and_refused_when_turned_off(
+        private_tempdir, docker_backend, make_skill):
     client = docker_backend.client()
     forget_images(client, "docopt", force=True)
     skill = make_skill({"scripts/greet.py": GREET_SCRIPT}, name="greeter")
     tags_before = deps_tags(client)
     with pytest.raises(SkillError) as refused:
-        registry(skill).run("greeter", "scripts/greet.py", args=["ada"], backend="docker")
+        registry(skill, allow_sdist=False).run("greeter", "scripts/greet.py", args=["ada"], backend="docker")
     message = str(refused.value)
     assert "docopt has no wheel" in message and "scripts/greet.py:2" in message
-    assert "--allow-sdist" in message and "IPYSKILLS_ALLOW_SDIST=1" in message
+    assert "--no-sdist" in message and "IPYSKILLS_ALLOW_SDIST=0" in message
     assert deps_tags(client) == tags_before
 
     lines: list[str] = []
-    result = registry(skill, allow_sdist=True).run("greeter", "scripts/greet.py", args=["ada", "--shout"],
-                                                   backend="docker", progress=lines.append)
+    result = registry(skill).run("greeter", "scripts/greet.py", args=["ada", "--shout"],
+                                 backend="docker", progress=lines.append)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines() == ["HELLO ADA docopt 0.6.2", "bytecode compiled at build time: True"]
     assert "docopt==0.6.2" in result.notice
-    assert any("building docopt-0.6.2.tar.gz (network off, uid 1000" in line for line in lines)
+    assert any("building docopt-0.6.2.tar.gz in ipyskills-sandbox-build:latest (network off, uid 1000" in line
+               for line in lines), lines
     assert any("built docopt-0.6.2-py2.py3-none-any.whl" in line for line in lines)
     assert build_containers(client) == []
     from ipyskills.sandbox.provision import docker_image
@@ -414,15 +415,15 @@ def test_a_build_that_outlives_its_deadline_is_stopped_and_removed(tmp_path, pri
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_local_backend_with_the_opt_in_builds_in_a_container_and_caches_the_folder(docker_backend, make_skill,
+def test_local_backend_builds_sdists_in_a_container_and_caches_the_folder(docker_backend, make_skill,
                                                                                   cache_dir):
     import importlib.util
 
     assert importlib.util.find_spec("docopt") is None, "docopt installed on the host: pick another"
     skill = make_skill({"scripts/greet.py": GREET_SCRIPT}, name="greeter-local")
-    with pytest.raises(SkillError, match="--allow-sdist"):
-        registry(skill).run("greeter-local", "scripts/greet.py", args=["ada"], backend="local")
-    reg = registry(skill, allow_sdist=True)
+    with pytest.raises(SkillError, match="--no-sdist"):
+        registry(skill, allow_sdist=False).run("greeter-local", "scripts/greet.py", args=["ada"], backend="local")
+    reg = registry(skill)
     result = reg.run("greeter-local", "scripts/greet.py", args=["ada"], backend="local")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "hello ada docopt 0.6.2"
@@ -431,7 +432,7 @@ def test_local_backend_with_the_opt_in_builds_in_a_container_and_caches_the_fold
     assert build_containers(docker_backend.client()) == []
 
 
-def test_the_opt_in_without_a_docker_engine_says_the_build_needs_one(tmp_path, monkeypatch):
+def test_a_source_build_without_a_docker_engine_says_the_build_needs_one(tmp_path, monkeypatch):
     """The local backend builds sdists in a container too: with no engine answering, one clear error."""
     from ipyskills.errors import ProvisionError
     from ipyskills.sandbox.provision.sdist import engine_builder
@@ -441,22 +442,24 @@ def test_the_opt_in_without_a_docker_engine_says_the_build_needs_one(tmp_path, m
     with pytest.raises(ProvisionError) as caught:
         build(tmp_path / "docopt-0.6.2.tar.gz", "docopt", tmp_path / "out")
     message = str(caught.value)
-    assert message.startswith("docopt has no wheel, and building it from its source distribution (allow_sdist) "
+    assert message.startswith("docopt has no wheel, and building it from its source distribution "
                               "needs a Docker engine, which does not answer")
+    assert "allow_sdist=False" in message
     assert "never on this machine" in message and "DOCKER_HOST" in message
     assert not (tmp_path / "out").exists()
 
 
-def test_allow_sdist_is_off_by_default_and_reaches_the_run_request_from_each_place(make_skill):
+def test_allow_sdist_is_on_by_default_and_turning_it_off_reaches_the_run_request_from_each_place(make_skill):
     from ipyskills.notebook.config import IPySkillsConfig
 
     skill = make_skill({"scripts/x.py": "print(1)\n"}, name="opt-in")
-    assert Settings().allow_sdist is False
-    assert registry(skill).run_request("opt-in", "scripts/x.py").allow_sdist is False
-    assert registry(skill, allow_sdist=True).run_request("opt-in", "scripts/x.py").allow_sdist is True
-    assert Settings.from_env({"IPYSKILLS_ALLOW_SDIST": "1"}).allow_sdist is True
+    assert Settings().allow_sdist is True
+    assert registry(skill).run_request("opt-in", "scripts/x.py").allow_sdist is True
+    assert registry(skill, allow_sdist=False).run_request("opt-in", "scripts/x.py").allow_sdist is False
+    assert Settings.from_env({"IPYSKILLS_ALLOW_SDIST": "0"}).allow_sdist is False
     with pytest.raises(SkillError, match="IPYSKILLS_ALLOW_SDIST"):
         Settings.from_env({"IPYSKILLS_ALLOW_SDIST": "sometimes"})
     config = IPySkillsConfig()
-    config.allow_sdist = True  # %config IPySkills.allow_sdist = True
     assert config.settings().allow_sdist is True
+    config.allow_sdist = False  # %config IPySkills.allow_sdist = False
+    assert config.settings().allow_sdist is False

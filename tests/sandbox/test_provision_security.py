@@ -218,6 +218,7 @@ def test_a_retry_adds_only_build_requirements_the_sdist_declares(tmp_path, monke
     assert rounds == [["setuptools>=40.8.0"]]  # no second round with the undeclared name
 
     rounds.clear()
+    sdist_mod.forget_failures()  # that refusal is remembered for this sdist; the next part builds it anew
     monkeypatch.setattr(sdist_mod, "_run_build", lambda *a: rounds.append(list(a[3])) or
                         (1, "ERROR Missing dependencies:\n\tcython>=3\n", None))
     with pytest.raises(ProvisionError, match="failed"):

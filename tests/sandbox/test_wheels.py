@@ -190,15 +190,15 @@ def test_no_such_distribution(no_temp_left):
 
 @needs_index
 @pytest.mark.slow
-def test_sdist_only_is_refused_with_how_to_opt_in(no_temp_left):
+def test_sdist_only_is_refused_when_source_builds_are_off_with_how_to_allow_them(no_temp_left):
     # docopt publishes only a source distribution
     with pytest.raises(ProvisionError) as exc:
         compile_lock(["docopt"], IMAGE, log=quiet)
     msg = str(exc.value)
     assert "docopt" in msg and "no wheel" in msg
     assert isinstance(exc.value, wheels.NoWheel) and exc.value.name == "docopt"
-    assert "refused by default" in msg and "runs the package's own build code" in msg
-    assert "--allow-sdist" in msg and "IPYSKILLS_ALLOW_SDIST=1" in msg and "IPySkills.allow_sdist" in msg
+    assert "building from source is turned off" in msg
+    assert "--no-sdist" in msg and "IPYSKILLS_ALLOW_SDIST=0" in msg and "IPySkills.allow_sdist = True" in msg
 
 
 @needs_index
@@ -208,7 +208,7 @@ def test_no_wheel_for_the_target_python(no_temp_left):
     with pytest.raises(ProvisionError) as exc:
         compile_lock(["numpy<1.20"], IMAGE, log=quiet)
     msg = str(exc.value)
-    assert "numpy" in msg and "no wheel for CPython 3.11" in msg and "--allow-sdist" in msg
+    assert "numpy" in msg and "no wheel for CPython 3.11" in msg and "--no-sdist" in msg
 
 
 @needs_index

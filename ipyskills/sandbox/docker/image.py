@@ -25,9 +25,7 @@ IMAGES_DIR = Path(__file__).parent / "images"
 RECIPE_FILES = ("Dockerfile", "packages.txt", "base-requirements.txt", "base.lock")
 LABEL_RECIPE = "ipyskills.recipe-sha256"
 LABEL_BUILD = "ipyskills.build"  # "online" or "offline"
-LABEL_PROFILE = "ipyskills.profile"  # "office" on the office image (absent on the core image)
-OFFICE_RECIPE_FILES = ("office-packages.txt", "office-npm.txt")
-OFFICE_NODE_PATH = "/opt/ipyskills/node/node_modules"
+LABEL_PROFILE = "ipyskills.profile"  # "office" or "build" on a profile image (absent on the core image)
 ONLINE_BASE = "debian:bookworm-slim"
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -35,12 +33,14 @@ BASE_REPOSITORY = "ipyskills-base"  # the imported debootstrap root, tagged <sui
 
 Log = Callable[[str], None]
 
-# Image profiles: "core" is the sandbox image; "office" adds LibreOffice, poppler, pandoc and Node on top.
-PROFILES = {"core": DEFAULT_IMAGE, "office": "ipyskills-sandbox-office:latest"}
+# Image profiles: "core" is the sandbox image; "office" adds LibreOffice, poppler, pandoc, tesseract and Node
+# on top; "build" adds a compiler and the Python headers, for sdist builds only (profile_images.py).
+PROFILES = {"core": DEFAULT_IMAGE, "office": "ipyskills-sandbox-office:latest",
+            "build": "ipyskills-sandbox-build:latest"}
 
 
 def profile_image(profile: str) -> str:
-    """The image tag of a profile ("core", "office")."""
+    """The image tag of a profile ("core", "office", "build")."""
     try:
         return PROFILES[profile]
     except KeyError:
@@ -78,8 +78,8 @@ def recipe_hash() -> str:
 
 
 def image_info(client, tag: str = DEFAULT_IMAGE) -> dict | None:
-    """What is known about the local image `tag`, or None when it is absent. An office-profile image
-    (by its label, or by the office tag) is current when it matches office_recipe_hash()."""
+    """What is known about the local image `tag`, or None when it is absent. A profile image (by its
+    label, or by its tag) is current when it matches that profile's recipe hash."""
     import docker.errors
 
     try:
@@ -87,8 +87,14 @@ def image_info(client, tag: str = DEFAULT_IMAGE) -> dict | None:
     except docker.errors.ImageNotFound:
         return None
     labels = image.labels or {}
-    profile = labels.get(LABEL_PROFILE) or ("office" if tag == PROFILES["office"] else "core")
-    expected = office_recipe_hash() if profile == "office" else recipe_hash()
+    by_tag = next((name for name, known in PROFILES.items() if known == tag), "core")
+    profile = labels.get(LABEL_PROFILE) or by_tag
+    if profile == "core":
+        expected = recipe_hash()
+    else:
+        from .profile_images import recipe_hash as profile_recipe_hash
+
+        expected = profile_recipe_hash(profile)
     return {
         "id": image.short_id,
         "recipe": labels.get(LABEL_RECIPE, ""),
@@ -123,16 +129,18 @@ def build_image(tag: str | None = DEFAULT_IMAGE, offline: bool = False, client=N
     offline: no registry at all; debootstrap a minimal Debian root from `mirror` (default the Debian
     archive, or $IPYSKILLS_DEBIAN_MIRROR), import it, build on it. The imported root is kept as
     `ipyskills-base:<suite>-<hash>` and reused by the next offline build unless `fresh_base`.
-    profile "office": the office image FROM the core image (built first when absent or stale); see
-    build_office_image.
+    profile "office" or "build": that image FROM the core image (built first when absent or stale); see
+    profile_images.build_profile_image.
     """
     from .client import connect
 
     client = client or connect(timeout=600)
     if profile != "core":
+        from .profile_images import build_profile_image
+
         profile_image(profile)  # refuses an unknown profile
-        return build_office_image(tag=tag or PROFILES["office"], offline=offline, client=client, log=log,
-                                  mirror=mirror, fresh_base=fresh_base)
+        return build_profile_image(profile, tag=tag or PROFILES[profile], offline=offline, client=client,
+                                   log=log, mirror=mirror, fresh_base=fresh_base)
     tag = tag or DEFAULT_IMAGE
     stages = _Stages(log, 4 if offline else 2)
     if offline:
@@ -341,197 +349,3 @@ def _build_error(message: str, offline: bool) -> str:
         return f"docker build of the sandbox image failed: {message}"
     return (f"docker build of the sandbox image failed: {message}. If no registry is reachable, run "
             "`ipyskills sandbox build --offline` (builds from the Debian archive, no registry).")
-
-
-# -- the office profile -----------------------------------------------------------------------------------
-
-def _list_file(name: str) -> list[str]:
-    lines = (IMAGES_DIR / name).read_text().splitlines()
-    return [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
-
-
-def office_packages() -> list[str]:
-    return _list_file("office-packages.txt")
-
-
-def office_npm() -> list[str]:
-    return _list_file("office-npm.txt")
-
-
-# Runs as root in a network-none container of the core image, with the .debs in /tmp/ipyskills-debs and the
-# npm packages in /opt/ipyskills/node; the container is then committed as the office image.
-_OFFICE_INSTALL = f"""set -eu
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -q --no-install-recommends /tmp/ipyskills-debs/*.deb
-rm -rf /tmp/ipyskills-debs /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin \
-    /usr/share/doc/* /usr/share/man/* /usr/share/info/* /var/log/apt /var/log/dpkg.log
-chmod -R a+rX /opt/ipyskills/node
-HOME=/tmp/lo-home soffice --version
-rm -rf /tmp/lo-home
-pdftoppm -v 2>&1 | head -1
-pandoc --version | head -1
-NODE_PATH={OFFICE_NODE_PATH} node -e "require('docx'); require('pptxgenjs'); console.log('node', process.version)"
-"""
-
-
-def office_recipe_hash() -> str:
-    """sha256 over the core recipe, the office package lists and the install steps."""
-    digest = hashlib.sha256(recipe_hash().encode() + b"\0" + _OFFICE_INSTALL.encode() + b"\0")
-    for name in OFFICE_RECIPE_FILES:
-        digest.update(name.encode() + b"\0" + (IMAGES_DIR / name).read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def build_office_image(tag: str = PROFILES["office"], offline: bool = False, client=None, log: Log = print,
-                       mirror: str | None = None, fresh_base: bool = False) -> str:
-    """The office profile: headless LibreOffice, poppler-utils, qpdf, pandoc, fonts and Node with the docx
-    and pptxgenjs npm packages, FROM the core image (built first when it is absent or stale).
-
-    No image registry is used either way: the .debs are downloaded by apt-get --download-only in a
-    throw-away container of the core image (which reaches the Debian archive, as the offline build's
-    debootstrap does), the npm packages by `npm install --ignore-scripts` on the host; both are then
-    installed in a container with network none, which is committed as `tag`.
-    """
-    from .client import connect
-
-    client = client or connect(timeout=600)
-    stages = _Stages(log, 4)
-    core = PROFILES["core"]
-    stages.start(f"core image {core}")
-    info = image_info(client, core)
-    if info and info["current"]:
-        stages.note(f"reusing {core} ({info['id']}, current)")
-    else:
-        stages.note(f"{core} is {'stale' if info else 'absent'}: building it first")
-        build_image(tag=core, offline=offline, client=client, mirror=mirror, fresh_base=fresh_base,
-                    log=lambda line: stages.note("  " + line))
-    workdir = Path(tempfile.mkdtemp(prefix="ipyskills-office-"))
-    try:
-        stages.start(f"download {len(office_packages())} Debian packages and their dependencies (apt-get "
-                     f"--download-only in a container of {core})")
-        debs = _download_debs(client, core, office_packages(), workdir / "debs", stages)
-        stages.note(f"{len(debs)} .deb files, {sum(p.stat().st_size for p in debs) / 1e6:.0f} MB")
-        stages.start(f"npm install --ignore-scripts {' '.join(office_npm())} (on the host)")
-        _npm_install(office_npm(), workdir / "node", stages)
-        stages.start(f"install them with network none and commit {tag}")
-        image_id = _install_and_commit(client, core, workdir, tag, offline, stages)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    stages.note(f"done: {tag} ({image_id[:19]})")
-    return image_id
-
-
-def _download_debs(client, core: str, pkgs: list[str], dest: Path, stages: _Stages) -> list[Path]:
-    import io
-    import tarfile
-
-    import docker.errors
-
-    script = ("set -eu; export DEBIAN_FRONTEND=noninteractive; apt-get update -q; "
-              f"apt-get install -y -q --no-install-recommends --download-only {' '.join(pkgs)}")
-    container = client.containers.create(core, ["sh", "-c", script], user="0", entrypoint=[],
-                                         labels={"ipyskills.build-helper": "1"})
-    try:
-        container.start()
-        _follow(container.logs(stream=True, follow=True), stages)
-        code = container.wait().get("StatusCode", 1)
-        if code != 0:
-            tail = container.logs(tail=5).decode(errors="replace").strip().replace("\n", " | ")
-            raise SandboxError(f"downloading the office packages failed (exit {code}): {tail}. The engine's "
-                               "containers need to reach the Debian archive (as the offline build's "
-                               "debootstrap does); check the network, then build again.")
-        stream, _stat = container.get_archive("/var/cache/apt/archives")
-        buf = io.BytesIO(b"".join(stream))
-    except docker.errors.APIError as exc:
-        raise SandboxError(f"downloading the office packages failed: {exc.explanation or exc}") from None
-    finally:
-        container.remove(force=True)
-    dest.mkdir(parents=True)
-    debs = []
-    with tarfile.open(fileobj=buf) as tar:
-        for member in tar.getmembers():
-            name = os.path.basename(member.name)
-            if member.isfile() and name.endswith(".deb") and "/" not in name:
-                with tar.extractfile(member) as src, open(dest / name, "wb") as out:
-                    shutil.copyfileobj(src, out)
-                debs.append(dest / name)
-    if not debs:
-        raise SandboxError("apt-get downloaded no packages for the office profile; are they installed already?")
-    return debs
-
-
-def _npm_install(specs: list[str], dest: Path, stages: _Stages) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise SandboxError("the office profile needs npm on this machine to fetch "
-                           f"{', '.join(specs)}: install it (apt-get install npm) and build again")
-    dest.mkdir(parents=True)
-    (dest / "package.json").write_text('{"name": "ipyskills-office", "private": true}\n')
-    _stream([npm, "install", "--ignore-scripts", "--no-audit", "--no-fund", "--omit=dev", "--save-exact",
-             "--prefix", str(dest), *specs], stages,
-            "npm install failed", "The host needs access to the npm registry (or a configured one).")
-
-
-def _follow(lines, stages: _Stages) -> None:
-    last, tail = time.monotonic(), ""
-    for chunk in lines:
-        for line in chunk.decode(errors="replace").splitlines():
-            tail = line
-            if time.monotonic() - last > 15 or line.startswith("E:"):
-                stages.note(line.strip())
-                last = time.monotonic()
-    if tail:
-        stages.note(tail.strip())
-
-
-def _tar_of(workdir: Path) -> Path:
-    """One tar with the .debs at tmp/ipyskills-debs and the npm tree at opt/ipyskills/node, owned by root."""
-    import tarfile
-
-    def owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = "root"
-        info.mode = (info.mode | 0o444 | (0o111 if info.isdir() or info.mode & 0o100 else 0)) & 0o755
-        return info
-
-    path = workdir / "payload.tar"
-    with tarfile.open(path, "w") as tar:
-        tar.add(workdir / "debs", arcname="tmp/ipyskills-debs", filter=owned_by_root)
-        tar.add(workdir / "node", arcname="opt/ipyskills/node", filter=owned_by_root)
-    return path
-
-
-def _install_and_commit(client, core: str, workdir: Path, tag: str, offline: bool, stages: _Stages) -> str:
-    import docker.errors
-
-    payload = _tar_of(workdir)
-    container = client.containers.create(core, ["sleep", "infinity"], user="0", entrypoint=[],
-                                         network_mode="none", labels={"ipyskills.build-helper": "1"})
-    try:
-        container.start()
-        with open(payload, "rb") as fh:
-            if not container.put_archive("/", fh):
-                raise SandboxError("could not copy the office packages into the build container")
-        payload.unlink()
-        result = container.exec_run(["sh", "-c", _OFFICE_INSTALL], user="0", stream=True, demux=False)
-        _follow(result.output, stages)
-        probe = (f"NODE_PATH={OFFICE_NODE_PATH} node -e \"require('docx'); require('pptxgenjs')\" "
-                 "&& command -v soffice pdftoppm qpdf pandoc")
-        check = container.exec_run(["sh", "-c", probe])
-        if check.exit_code != 0:
-            raise SandboxError("installing the office packages failed: "
-                               f"{check.output.decode(errors='replace').strip()[-500:]}")
-        repository, _, version = tag.rpartition(":") if ":" in tag.split("/")[-1] else (tag, "", "latest")
-        changes = [
-            "USER 1000:1000", "WORKDIR /skill", 'CMD ["python3"]',
-            f"ENV NODE_PATH={OFFICE_NODE_PATH}",
-            f"LABEL {LABEL_PROFILE}=office",
-            f"LABEL {LABEL_BUILD}={'offline' if offline else 'online'}",
-            f"LABEL {LABEL_RECIPE}={office_recipe_hash()}",
-        ]
-        image = container.commit(repository=repository, tag=version, changes=changes)
-        return image.id
-    except docker.errors.APIError as exc:
-        raise SandboxError(f"building the office image failed: {exc.explanation or exc}") from None
-    finally:
-        container.remove(force=True)

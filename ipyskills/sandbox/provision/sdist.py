@@ -1,24 +1,29 @@
-"""The sdist opt-in (`allow_sdist`): a wheel built from a source distribution in a throwaway container.
+"""Building a wheel from a source distribution (on by default; `allow_sdist=False` or `--no-sdist` refuses).
 
-Provisioning is wheels only, because installing an sdist means running the package's own build code
-(setup.py, or a build backend with its plugins) as whoever builds it. When the user opts in, that code
-still never runs on the host:
+Installing an sdist means running the package's own build code (setup.py, or a build backend with its
+plugins). That code never runs on the host:
 1. the host downloads the sdist from the index (the simple API, no build step: pip and uv would both run
    its metadata hooks) and checks it against the index's sha256;
 2. the host resolves what the build needs (`build` plus the backend named in the sdist's
    `[build-system]`, or setuptools when it names none) as hash-checked wheels for the sandbox image's
    Python and unpacks them into the container's build context;
-3. the build is an ordinary sandbox run (`DockerBackend.run`): a container of the sandbox image, network
+3. the build is an ordinary sandbox run (`DockerBackend.run`) of the build image (the core image plus gcc,
+   g++ and the Python headers, `profile_images`; made once, on first need, when it is absent): network
    off, uid 1000, no capabilities, the sandbox's seccomp profile, a read-only root, size-capped tmpfs for
-   the workspace, /tmp and the output folder, memory, process and CPU limits, and the launcher's own
-   deadline, so a build whose owner dies ends by itself. The build tools and a small build script are the
-   run's "skill" (read-only); the sdist is staged into the workspace; `python3 -m build --wheel
-   --no-isolation` writes the wheel to the output folder, which comes back as the run's artifact. A
-   backend that reports more missing build requirements (`Missing dependencies`) gets one more try, but
-   only with names the sdist declares itself (pyproject `[build-system]`, setup.cfg `setup_requires`):
-   the build's log is the package's own text and never chooses what the host resolves;
+   the workspace, /tmp and the output folder (so the disk a build can fill is capped), memory, process and
+   CPU limits, and the launcher's own deadline, so a build whose owner dies ends by itself. The build
+   tools and a small build script are the run's "skill" (read-only); the sdist is staged into the
+   workspace; `python3 -m build --wheel --no-isolation` writes the wheel to the output folder, which comes
+   back as the run's artifact. A backend that reports more missing build requirements (`Missing
+   dependencies`) gets one more try, but only with names the sdist declares itself (pyproject
+   `[build-system]`, setup.cfg `setup_requires`): the build's log is the package's own text and never
+   chooses what the host resolves;
 4. the wheel becomes an ordinary wheel for uv (a `--find-links` folder): it is resolved, hashed into the
-   lock and installed exactly like one from the index.
+   lock and installed exactly like one from the index. It only ever runs inside the sandbox, as the
+   skill's code does, so building by default adds no exposure the skill's own scripts do not have.
+A build that fails is remembered for FAILED_BUILD_TTL (by the sdist's hash and the build image), so the
+next runs fail at once with the same message instead of building again; a new build image, or
+`ipyskills sandbox cleanup`, forgets it.
 Every requirement read from the sdist is checked as PEP 508 data first (`core.requirement_text`).
 The container is removed whatever happens, and carries the owner labels, so `sandbox cleanup` removes it
 if this process is killed mid-build.
@@ -31,6 +36,7 @@ import json
 import os
 import re
 import tarfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -52,6 +58,7 @@ MAX_SDIST_BYTES = 100 * 1024**2
 MAX_ROUNDS = 6  # resolve rounds: each may find one more sdist-only distribution (a dependency of the last)
 DEFAULT_BUILD_REQUIRES = ["setuptools>=40.8.0"]  # PEP 517's fallback for an sdist without [build-system]
 LOG_TAIL = 1500  # characters of the build log an error quotes
+FAILED_BUILD_TTL = 24 * 3600.0  # seconds a failed build is remembered (the next runs do not build again)
 
 # Runs in the sandbox as the build "skill"'s script; argv[1] is the sdist staged into the workspace. It is
 # unpacked in the sandbox (the archive is untrusted too), into /tmp, so the workspace holds only the sdist
@@ -87,7 +94,7 @@ def resolve_with_sdists(specs: list[str], target: Target, *, constraints: str, w
                                      ) from None
             built.add(name)
             log(f"dependencies: {name} has no wheel; building it from its source distribution "
-                "(allow_sdist) in a throwaway container with the network off")
+                "in a throwaway container with the network off (allow_sdist=False refuses)")
             with scratch_dir("sdist") as tmp:
                 sdist = fetch_sdist(name, _specifier_for(name, specs), tmp, target.python_version, log)
                 builder(sdist, name, wheel_dir)
@@ -298,9 +305,11 @@ def _member_text(sdist: Path, basename: str) -> str | None:
 # -- the build, in the sandbox -----------------------------------------------------------------------------
 
 def docker_builder(client, image: str, *, log: Log = print, timeout: float = BUILD_TIMEOUT):
-    """A builder(sdist, name, out_dir) for resolve_with_sdists that builds in containers of `image`."""
+    """A builder(sdist, name, out_dir) for resolve_with_sdists that builds in containers of the build image
+    (or of `image`, the run's own, when the build image cannot be made)."""
     def build(sdist: Path, name: str, out_dir: Path) -> Path:
-        return build_wheel(client, image, sdist, name, out_dir, log=log, timeout=timeout)
+        return build_wheel(client, build_image(client, image, log), sdist, name, out_dir, log=log,
+                           timeout=timeout)
     return build
 
 
@@ -315,17 +324,52 @@ def engine_builder(image: str, *, log: Log = print, timeout: float = BUILD_TIMEO
             client.ping()
         except (SandboxError, *docker_client.engine_errors()) as exc:
             raise ProvisionError(f"{name} has no wheel, and building it from its source distribution "
-                                 f"(allow_sdist) needs a Docker engine, which does not answer "
+                                 f"needs a Docker engine, which does not answer "
                                  f"({docker_client.short(exc)}): the build runs in a throwaway container, "
-                                 "never on this machine. Start Docker (or set DOCKER_HOST), or pick a "
-                                 f"package with a wheel") from None
-        return build_wheel(client, image, sdist, name, out_dir, log=log, timeout=timeout)
+                                 "never on this machine. Start Docker (or set DOCKER_HOST), pick a package "
+                                 "with a wheel, or refuse source builds (allow_sdist=False)") from None
+        return build_wheel(client, build_image(client, image, log), sdist, name, out_dir, log=log,
+                           timeout=timeout)
     return build
+
+
+_build_image_lock = threading.Lock()
+
+
+def build_image(client, fallback: str, log: Log = print) -> str:
+    """The build profile's image (core image + compiler and Python headers), made now when it is absent or
+    stale; `fallback` (the run's image, which has no compiler) when it cannot be made here."""
+    from ..docker.image import DEFAULT_IMAGE, image_info, profile_image
+    from ..docker.profile_images import build_profile_image
+
+    tag = profile_image("build")
+    with _build_image_lock:  # parallel provisionings wait for one build of it
+        info = image_info(client, tag)
+        if info and info["current"]:
+            return tag
+        core = image_info(client, DEFAULT_IMAGE)
+        if not (core and core["current"]):
+            log(f"  the build image {tag} is {'stale' if info else 'absent'} and the core image is not current "
+                f"(ipyskills sandbox build): building in {fallback}, which has no compiler")
+            return fallback
+        log(f"  making the build image {tag} (the core image with gcc, g++ and the Python headers; once, "
+            "about a minute)")
+        try:
+            build_profile_image("build", client=client, log=lambda line: log("    " + line))
+            return tag
+        except SandboxError as exc:
+            log(f"  the build image could not be made ({exc}); building in {fallback}, which has no compiler")
+            return fallback
 
 
 def build_wheel(client, image: str, sdist: Path, name: str, out_dir: Path, *, log: Log = print,
                 timeout: float = BUILD_TIMEOUT) -> Path:
-    """Build `sdist` into a wheel in a throwaway sandbox run of `image` and write it to `out_dir`."""
+    """Build `sdist` into a wheel in a throwaway sandbox run of `image` and write it to `out_dir`. A build
+    of the same sdist in the same image that failed within FAILED_BUILD_TTL fails at once, the same way."""
+    key = _failure_key(client, image, sdist)
+    remembered = remembered_failure(key)
+    if remembered:
+        raise ProvisionError(remembered)
     requires = build_requires(sdist)
     for _attempt in range(2):
         code, output, wheel = _run_build(client, image, sdist, requires, name, out_dir, log, timeout)
@@ -338,19 +382,84 @@ def build_wheel(client, image: str, sdist: Path, name: str, out_dir: Path, *, lo
             allowed = declared_build_names(sdist)
             undeclared = [m for m in extra if _name_of(m) not in allowed]
             if undeclared:
-                raise ProvisionError(
+                raise _remember(key, name, sdist, (
                     f"the build of {name} asks for {', '.join(shown(m) for m in undeclared)}, which its "
                     f"source distribution does not declare (pyproject [build-system] or setup.cfg "
                     f"setup_requires); a build's own output never chooses what is installed. Pin a version "
-                    f"of {name} that publishes a wheel, or pick another package")
+                    f"of {name} that publishes a wheel, or pick another package"))
             log(f"  the build of {name} also needs {', '.join(extra)}; trying once more with them")
             requires = sorted(set(requires) | set(extra))
             continue
         break
     tail = output.strip()[-LOG_TAIL:]
-    raise ProvisionError(f"building {name} from its source distribution ({sdist.name}) failed "
-                         f"(exit {code}) in the network-off build container; pin a version of {name} that "
-                         f"publishes a wheel, or pick another package. The end of the build log:\n{tail}")
+    raise _remember(key, name, sdist, (
+        f"building {name} from its source distribution ({sdist.name}) failed (exit {code}) in the "
+        f"network-off build container ({image}); pin a version of {name} that publishes a wheel, or pick "
+        f"another package. The end of the build log:\n{tail}"))
+
+
+# -- failed builds, remembered -----------------------------------------------------------------------------
+
+def failures_dir() -> Path:
+    from ..scratch import cache_base
+
+    return cache_base() / "sdist-failures"
+
+
+def _failure_key(client, image: str, sdist: Path) -> str:
+    """The sdist's content and the image's id: the same source in the same image fails the same way."""
+    try:
+        image_id = client.images.get(image).id
+    except Exception:  # noqa: BLE001 - the build itself reports an engine or image problem properly
+        image_id = image
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    return hashlib.sha256(f"{digest}\0{image_id}".encode()).hexdigest()[:32]
+
+
+def remembered_failure(key: str, now: float | None = None) -> str:
+    """The message of a failed build recorded under `key` less than FAILED_BUILD_TTL ago, or ''."""
+    path = failures_dir() / f"{key}.json"
+    try:
+        record = json.loads(path.read_text())
+        age = (time.time() if now is None else now) - float(record["at"])
+        message = str(record["message"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    if not 0 <= age < FAILED_BUILD_TTL:
+        path.unlink(missing_ok=True)
+        return ""
+    return (f"{message}\n(remembered: this build failed {_ago(age)} and is not tried again for "
+            f"{FAILED_BUILD_TTL / 3600:.0f} h; `ipyskills sandbox cleanup` forgets it)")
+
+
+def _remember(key: str, name: str, sdist: Path, message: str) -> ProvisionError:
+    folder = failures_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        record = {"name": name, "sdist": sdist.name, "at": time.time(), "message": message}
+        tmp = folder / f".{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        pass  # not remembering only costs a second build
+    return ProvisionError(message)
+
+
+def forget_failures() -> int:
+    """Forget every remembered failed build; returns how many there were."""
+    gone = 0
+    for path in failures_dir().glob("*.json"):
+        path.unlink(missing_ok=True)
+        gone += 1
+    return gone
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.1f} h ago"
 
 
 def _name_of(requirement: str) -> str:
@@ -415,7 +524,8 @@ def _run_build(client, image, sdist: Path, requires: list[str], name: str, out_d
             skill_name=f"build of {name}", skill_dir=tools, script="build.py", args=[f"{WORKSPACE}/{sdist.name}"],
             limits=limits, image=image, inputs=stage_inputs([sdist], limits.input_cap), workdir="skill",
             env={"PYTHONPATH": "/skill/tools/site", "SOURCE_DATE_EPOCH": "315532800"})
-        log(f"  building {sdist.name} (network off, uid 1000, read-only root, "
+        shown_image = image[:19] if image.startswith("sha256:") else image
+        log(f"  building {sdist.name} in {shown_image} (network off, uid 1000, read-only root, "
             f"{limits.memory // 1024**2} MiB memory, {timeout:.0f} s at most)")
         t0 = time.monotonic()
         result = DockerBackend(image=image, client=client).run(request)
