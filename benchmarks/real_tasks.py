@@ -490,9 +490,9 @@ BIBTEX = """@article{smith2020,
 
 def sales_csv(folder: Path, name: str = "sales.csv") -> str:
     rows = ["region,units,price,returned"]
-    for n in range(40):
-        units = "" if n % 10 == 3 else str(5 + (n * 7) % 23)  # 4 missing values
-        rows.append(f"{['north', 'south', 'east', 'west'][n % 4]},{units},{1.5 + n % 5},{n % 3 == 0}")
+    for n, units in enumerate(sales_units()):  # 4 missing values
+        rows.append(f"{['north', 'south', 'east', 'west'][n % 4]},{'' if units is None else units},{1.5 + n % 5},"
+                    f"{n % 3 == 0}")
     return _write(folder, name, "\n".join(rows) + "\n")
 
 
@@ -1071,13 +1071,24 @@ def check_qc(out: Outcome) -> str:
     return "30 -> 20 cells (5 with few genes, 5 mitochondrial removed), filtered.h5ad written"
 
 
+def sales_units() -> list[int | None]:
+    """The units column sales_csv writes (None where the value is missing)."""
+    return [None if n % 10 == 3 else 5 + (n * 7) % 23 for n in range(40)]
+
+
 def check_eda(out: Outcome) -> str:
     report = out.file("report.md").decode()
-    for needle in ("40", "region", "units", "price"):
-        require(needle in report, f"{needle!r} not in report.md")
-    require(re.search(r"units[^\n]*\b4\b", report) or "10.0%" in report or "10.00%" in report,
-            "the 4 missing units values are not reported")
-    return "rows, columns and the missing units values in report.md"
+    m = re.search(r"### Summary Statistics\s*```json\s*(\{.*?\})\s*```", report, re.S)
+    require(m, f"no summary statistics block in report.md: {report[:200]}")
+    stats = json.loads(m.group(1))
+    require(stats["shape"] == [40, 4] and stats["columns"] == ["region", "units", "price", "returned"],
+            f"shape {stats['shape']} columns {stats['columns']}")
+    require(stats["missing_values"] == {"region": 0, "units": 4, "price": 0, "returned": 0},
+            f"missing {stats['missing_values']}")
+    units = [u for u in sales_units() if u is not None]
+    got = stats["summary_statistics"]["units"]
+    require(got["count"] == len(units) and near(got["mean"], sum(units) / len(units), 1e-9), f"units {got}")
+    return "shape, columns, the 4 missing units and their mean in report.md"
 
 
 def check_bibtex_format(out: Outcome) -> str:
