@@ -98,6 +98,9 @@ class Task:
     # Why the task fails, once diagnosed and not fixed here; the table still shows it as FAIL with its
     # reason, the tests make it an xfail with this text.
     known_failure: str = ""
+    # Host modules the task's inputs and check import, for the tasks of vendored skills (CI without them
+    # skips those with the reason; every other task needs the whole set in tests/published HOST_LIBS).
+    host_libs: tuple[str, ...] = ()
 
     @property
     def collection(self) -> str:
@@ -1204,6 +1207,53 @@ def check_deseq(out: Outcome) -> str:
     return "the 5 eightfold genes significant with log2FC about 3"
 
 
+SLIDE_COLOURS = [(200, 30, 30), (30, 160, 60), (40, 70, 200)]
+
+
+def make_slide_images(folder: Path) -> list[str]:
+    """Three 1600x900 slide images, each one colour, named so their sort order is the slide order."""
+    from PIL import Image
+
+    for n, colour in enumerate(SLIDE_COLOURS, start=1):
+        buf = io.BytesIO()
+        Image.new("RGB", (1600, 900), colour).save(buf, "PNG")
+        _write(folder, f"slides/slide_{n:02d}.png", buf.getvalue())
+    return ["slides"]
+
+
+def check_slides_pdf(out: Outcome) -> str:
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(out.file("presentation.pdf")))
+    require(len(reader.pages) == 3, f"{len(reader.pages)} pages")
+    ratios = {round(float(p.mediabox.width) / float(p.mediabox.height), 3) for p in reader.pages}
+    require(ratios == {round(16 / 9, 3)}, f"page aspect ratios {ratios}")
+    return "3 pages at 16:9, one per image"
+
+
+def make_deck_pdf(folder: Path) -> list[str]:
+    return [text_pdf(folder, "presentation.pdf", ["Intro", "Method", "Results", "Thanks"])]
+
+
+def check_split_pages(out: Outcome) -> str:
+    pages = sorted(p for p in out.files if re.fullmatch(r"review/slide-\d{3}\.jpg", p))
+    require(pages == [f"review/slide-{n:03d}.jpg" for n in range(1, 5)], f"images {sorted(out.files)[:8]}")
+    sizes = {png_size(out.files[p]) for p in pages}
+    require(sizes == {(round(8.5 * 150), round(11 * 150))}, f"sizes {sizes}")  # letter at --dpi 150
+    return "4 pages as 1275x1650 JPEGs"
+
+
+def make_talk(folder: Path) -> list[str]:
+    return [_write(folder, "talk.pptx", pptx_bytes([f"Slide {n}" for n in range(1, 4)]))]
+
+
+def check_talk(out: Outcome) -> str:
+    require("Number of slides: 3" in out.stdout, out.stdout[:400])
+    require(re.search(r"Fewer slides \(3\) than recommended", out.stdout), out.stdout[-600:])
+    require("Validation PASSED" in out.stdout, out.stdout[-300:])
+    return "3 slides counted, too few for a 15-minute talk (a warning), no issue"
+
+
 # --- the tasks -----------------------------------------------------------------------------------------
 
 RDKIT_RENAME = ("the script calls Descriptors.FractionCsp3; current RDKit (2026.09.1 resolved here) has only "
@@ -1374,6 +1424,15 @@ TASKS = [
          ["--counts", "counts.csv", "--metadata", "metadata.csv", "--design", "~condition", "--contrast",
           "condition", "treated", "control", "--output", "results/", "--no-shrink"], make_deseq, check_deseq,
          "SKILL.md:287 plus the script's --no-shrink", timeout=240, memory="1g"),
+    Task("slides-images-to-pdf", "pdf", K + "scientific-slides", "scripts/slides_to_pdf.py",
+         ["slides/", "-o", "presentation.pdf"], make_slide_images, check_slides_pdf, "SKILL.md:252",
+         host_libs=("PIL", "pypdf")),
+    Task("slides-pdf-to-images", "pdf", K + "scientific-slides", "scripts/pdf_to_images.py",
+         ["presentation.pdf", "review/slide", "--dpi", "150"], make_deck_pdf, check_split_pages, "SKILL.md:567",
+         timeout=120, memory="1g", interface="cli", host_libs=("reportlab", "PIL")),
+    Task("slides-validate-pptx", "pptx", K + "scientific-slides", "scripts/validate_presentation.py",
+         ["talk.pptx", "--duration", "15"], make_talk, check_talk, "SKILL.md:650 (a .pptx: the script takes PDF, "
+         "PPTX or TEX)", host_libs=("pptx",)),
     Task("detect-resources", "scientific", K + "get-available-resources", "scripts/detect_resources.py", [],
          lambda d: [], check_resources, "SKILL.md:156"),
 ]
