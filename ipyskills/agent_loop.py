@@ -34,6 +34,7 @@ and tests, not a model: it never reads the conversation, it just returns the nex
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import time
@@ -47,12 +48,22 @@ from .errors import ConfigError, SkillError
 
 STYLES = ("openai", "anthropic")
 DEFAULT_MAX_TURNS = 8
+DEFAULT_MAX_TOKENS = 4096  # the output cap of one model call when the caller gives none
 
 # Why the loop ended.
 ANSWERED = "answered"  # the model replied without tool calls
 MAX_TURNS = "max_turns"  # the model was still calling tools when the turn limit was reached
 TRUNCATED = "truncated"  # the model's reply was cut by its token limit
 ERROR = "error"  # the client failed (see Transcript.error)
+INTERRUPTED = "interrupted"  # Ctrl-C (interrupt the kernel) stopped it (see AgentInterrupted)
+
+EMPTY_REPLY = "(empty reply: the model answered with no text and no tool call)"
+
+# The request fields the loop fills in itself; a request option may not replace them.
+OWN_FIELDS = ("model", "messages", "tools", "system")
+STREAM_REFUSED = ("streaming is not supported: the loop needs each reply whole (its tool calls complete) "
+                  "before it can go on; leave out stream=True (the transcript still shows each turn as it "
+                  "ends)")
 
 
 @dataclass
@@ -135,7 +146,7 @@ class Transcript:
     system: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     final: str = ""  # the model's last text reply ("" when it stopped for the turn limit)
-    stop_reason: str = ""  # ANSWERED, MAX_TURNS or TRUNCATED; ERROR when the client failed
+    stop_reason: str = ""  # ANSWERED, MAX_TURNS or TRUNCATED; ERROR when the client failed, INTERRUPTED
     finish_reason: str = ""  # the provider's own reason from the last response (stop, end_turn, ...)
     turns: int = 0  # model calls made
     model: str = ""
@@ -143,6 +154,35 @@ class Transcript:
     seconds: float = 0.0  # wall-clock time of the whole loop
     error: str = ""  # the one-line client error that ended the loop (stop_reason ERROR)
     running: bool = False  # True while the loop is still going (for live displays)
+    options: dict = field(default_factory=dict)  # the request options every model call carried
+
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C stopped the loop; the transcript holds what happened before."""
+        return self.stop_reason == INTERRUPTED
+
+    @property
+    def empty_reply(self) -> bool:
+        """The model's last reply had no text and no tool call (a small model's usual failure)."""
+        return self.stop_reason in (ANSWERED, TRUNCATED) and not self.final.strip()
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the usage figures give away: a server that left the tool results out of the next prompt
+        (OpenAI-style only; its prompt tokens count everything sent, while Anthropic's leave cache reads out)."""
+        if self.style != "openai":
+            return []
+        for before, after in zip(self.steps, self.steps[1:]):
+            chars = sum(len(c.result.text) for c in before.tool_calls)
+            if chars < 400 or before.usage.input_tokens is None or after.usage.input_tokens is None:
+                continue
+            grew = after.usage.input_tokens - before.usage.input_tokens
+            if grew < chars / 16:  # about a quarter of the chars/4 the results alone should add
+                return [f"turn {after.turn}'s prompt grew by {grew:,} tokens although the tool results sent "
+                        f"back hold {chars:,} characters: the server seems to leave tool results out of the "
+                        "prompt, so the model never sees them (llama-cpp-python's chatml-function-calling "
+                        "template does)"]
+        return []
 
     @property
     def usage(self) -> Usage:
@@ -169,6 +209,9 @@ class Transcript:
             lines.append(f"  turn {call.turn}: {call.name}({_compact(call.arguments)}){flag} -> {first}")
         if self.final:
             lines.append(f"final: {self.final}")
+        elif self.empty_reply:
+            lines.append(f"final: {EMPTY_REPLY}")
+        lines += [f"warning: {w}" for w in self.warnings]
         if self.error:
             lines.append(f"error: {self.error}")
         return "\n".join(lines)
@@ -185,8 +228,8 @@ def call_target(name: str, arguments: Any) -> tuple[str, int]:
         return "", 0
     skill, _sep, rest = arguments["skill_name"].strip().partition("/")
     if name == READ_SKILL:
-        path = arguments.get("file_path") or rest
-        return skill, 3 if path and path.strip("./") not in ("SKILL.md", "skill.md") else 2
+        path = (arguments.get("file_path") or rest or "").strip().removeprefix("./").removeprefix(f"{skill}/")
+        return skill, 3 if path and path not in ("SKILL.md", "skill.md") else 2
     if name == EXECUTE_SKILL_SCRIPT:
         return skill, 3
     return "", 0
@@ -205,8 +248,8 @@ def _compact(arguments: Any) -> str:
 
 
 def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: str | None = None,
-              max_turns: int = DEFAULT_MAX_TURNS, system: str = "", max_tokens: int = 4096,
-              on_event: Callable[[str, Transcript], None] | None = None, inputs_dir=None,
+              max_turns: int = DEFAULT_MAX_TURNS, system: str = "", max_tokens: int = DEFAULT_MAX_TOKENS,
+              tool_choice=None, on_event: Callable[[str, Transcript], None] | None = None, inputs_dir=None,
               **create_options) -> Transcript:
     """Run the tool-calling loop and return the `Transcript`.
 
@@ -214,14 +257,18 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
     tracker: pass the same view again to continue a conversation, call `view.reset()` for a new one).
     `prompt` is the user's message, or a list of messages to start from. `system` is put before the skills
     section of the system prompt. `style` is "openai" or "anthropic" (detected from the client if None).
-    `max_tokens` is sent to Anthropic-style clients only; `create_options` go to every create() call.
+    Request options (see `request_options`): `max_tokens` caps every reply and is always sent (to an
+    OpenAI-style client as max_tokens, or as max_completion_tokens when you pass that instead);
+    `tool_choice` is "auto" for OpenAI-style clients whenever tools are offered (a tool's name forces that
+    tool); `create_options` (temperature, top_p, seed, ...) go to every create() call as they are.
     `inputs_dir`: a folder whose files the model may hand to scripts (execute_skill_script's `inputs`,
     paths relative to it; nothing outside it); for a view, give it there (`reg.for_agent(inputs_dir=...)`).
 
     `on_event(kind, transcript)` is called as the loop goes, for live displays: "start", "model" (a model
     turn was added to `transcript.steps`), "tool" (a tool call and its result were added), "done".
     A failure of the client (bad key, rate limit, unknown model, no connection) raises `ClientError`, one
-    line that says what to do, with the transcript so far as its `.transcript`.
+    line that says what to do, with the transcript so far as its `.transcript`. Ctrl-C raises
+    `AgentInterrupted` (a KeyboardInterrupt) with the transcript so far, marked `interrupted`.
     """
     if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
         raise ConfigError(f"max_turns must be a whole number of at least 1, got {max_turns!r}")
@@ -236,20 +283,24 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
         view = AgentView(skills, inputs_dir=inputs_dir)
     system_text = "\n\n".join(part for part in (system, view.system_prompt("xml")) if part)
     tools = view.tool_schemas(style)
-    transcript = Transcript(style=style, system=system_text, model=model, running=True)
+    options = dict(create_options, max_tokens=max_tokens, tool_choice=tool_choice)
+    sent_options = request_options(style, tools, **options)  # a bad option fails before any request
+    transcript = Transcript(style=style, system=system_text, model=model, running=True, options=sent_options)
     if isinstance(prompt, str):
         transcript.messages.append({"role": "user", "content": prompt})
     else:
         transcript.messages.extend(dict(m) for m in prompt)
     emit = on_event or (lambda kind, t: None)
     started = time.perf_counter()
+    doing = "before the first model call"
     emit("start", transcript)
     try:
         for turn in range(1, max_turns + 1):
             transcript.turns = turn
+            doing = f"during the model call of turn {turn}"
             try:
                 reply = model_reply(client, transcript.messages, model=model, style=style, system=system_text,
-                                    tools=tools, max_tokens=max_tokens, **create_options)
+                                    tools=tools, **options)
             except ClientError as exc:
                 transcript.turns = turn - 1
                 transcript.stop_reason, transcript.error = ERROR, str(exc)
@@ -266,6 +317,7 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
                 return transcript
             results = []
             for call_id, name, arguments in reply.calls:
+                doing = f"during the tool call {name} of turn {turn}"
                 t0 = time.perf_counter()
                 result = view.dispatch(name, arguments)
                 call = ToolCall(call_id, name, arguments, result, turn, time.perf_counter() - t0)
@@ -273,35 +325,104 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
                 step.tool_calls.append(call)
                 results.append(call)
                 emit("tool", transcript)
-            if style == "openai":
-                transcript.messages.extend({"role": "tool", "tool_call_id": c.id, "content": c.result.text}
-                                           for c in results)
-            else:
-                transcript.messages.append({"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": c.id, "content": c.result.text,
-                     "is_error": c.result.is_error} for c in results]})
+            transcript.messages.extend(tool_results(style, results))
         transcript.stop_reason = MAX_TURNS
         return transcript
+    except KeyboardInterrupt as exc:
+        transcript.turns = len(transcript.steps)
+        transcript.stop_reason = INTERRUPTED
+        transcript.seconds = time.perf_counter() - started
+        raise AgentInterrupted(transcript, doing) from exc
     finally:
         transcript.seconds = time.perf_counter() - started
         transcript.running = False
         emit("done", transcript)
 
 
+def tool_results(style: str, calls: list[ToolCall]) -> list[dict]:
+    """The messages that hand the tool results back: OpenAI-style one "tool" message per call (its id and
+    the text, as OpenAI specifies and compatible servers accept; llama-cpp-python's chatml-function-calling
+    accepts them but its template drops them, which `Transcript.warnings` notices), Anthropic-style one
+    user message of tool_result blocks."""
+    if style == "openai":
+        return [{"role": "tool", "tool_call_id": c.id, "content": c.result.text} for c in calls]
+    return [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": c.id, "content": c.result.text,
+                                          "is_error": c.result.is_error} for c in calls]}]
+
+
+def request_options(style: str, tools=None, /, *, max_tokens: int = DEFAULT_MAX_TOKENS, tool_choice=None,
+                    **options) -> dict:
+    """The keyword arguments every create() call carries besides the model, messages, system prompt and tools.
+
+    `max_tokens` is always sent: it caps the reply (a small local model may otherwise ramble for minutes).
+    OpenAI-style clients get it as `max_tokens` (what local servers read), or as `max_completion_tokens` when
+    that is among `options` (OpenAI's newer name, which its reasoning models require). Anthropic-style
+    clients get `max_tokens` (which their API requires; `max_completion_tokens` is taken as it).
+    `tool_choice` is sent only when tools are offered: "auto" by default for OpenAI-style clients (OpenAI's
+    own default, and what servers such as llama-cpp-python's need before they pass tools to the model),
+    nothing by default for Anthropic-style ones (their default is auto). "auto", "none" and "required" (or
+    "any") are translated to each API's form, as is a tool's name, which forces that tool. Other `options`
+    (temperature, top_p, seed, ...) are passed as they are; `stream` is refused (see STREAM_REFUSED)."""
+    for key in OWN_FIELDS:
+        if key in options:
+            raise ConfigError(f"{key!r} cannot be a request option: ipyskills sets it itself (model with "
+                              "model= / --model, the rest from the skills and the conversation)")
+    if options.get("stream"):
+        raise ConfigError(STREAM_REFUSED)
+    options.pop("stream", None)
+    cap = options.pop("max_completion_tokens", None)
+    use_completion_name = cap is not None and style == "openai"
+    cap = max_tokens if cap is None else cap
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+        raise ConfigError(f"max_tokens must be a whole number of at least 1 (an output cap is always sent), "
+                          f"got {cap!r}")
+    sent = dict(options)
+    sent["max_completion_tokens" if use_completion_name else "max_tokens"] = cap
+    names = [(t.get("function") or t).get("name") for t in tools or ()]
+    if names:
+        choice = _tool_choice(style, tool_choice, names)
+        if choice is not None:
+            sent["tool_choice"] = choice
+    return sent
+
+
+def _tool_choice(style: str, choice, names: list[str]):
+    if choice is None:
+        return "auto" if style == "openai" else None
+    if not isinstance(choice, str):
+        return choice  # the API's own form (a dict), as given
+    word = {"any": "required"}.get(choice, choice) if style == "openai" else choice
+    if style == "openai":
+        if word in ("auto", "none", "required"):
+            return word
+        if word in names:
+            return {"type": "function", "function": {"name": word}}
+    else:
+        word = {"required": "any"}.get(word, word)
+        if word in ("auto", "any", "none"):
+            return {"type": word}
+        if word in names:
+            return {"type": "tool", "name": word}
+    raise ConfigError(f"tool_choice must be auto, none, required or a tool's name ({', '.join(names)}), "
+                      f"got {choice!r}")
+
+
 def model_reply(client, messages: list[dict], *, model: str, style: str | None = None, system: str = "",
-                tools: list[dict] | None = None, max_tokens: int = 4096, **create_options) -> Reply:
+                tools: list[dict] | None = None, **options) -> Reply:
     """One model call, nothing dispatched: the reply's text, the tool calls it asks for, usage and time.
 
-    This is the first turn of `run_agent` on its own (a trigger eval uses it). A failure of the client
-    raises `ClientError`.
+    This is the first turn of `run_agent` on its own (a trigger eval uses it). `options` are request
+    options (`max_tokens`, `tool_choice`, `temperature`, ...: see `request_options`). A failure of the
+    client raises `ClientError`.
     """
     style = style or detect_style(client)
+    kwargs = request_options(style, tools, **options)
     if style == "openai":
         sent = ([{"role": "system", "content": system}] if system else []) + list(messages)
-        kwargs = dict(create_options, model=model, messages=sent)
+        kwargs.update(model=model, messages=sent)
         create = _get(_get(client, "chat"), "completions")
     else:
-        kwargs = dict(create_options, model=model, messages=messages, max_tokens=max_tokens)
+        kwargs.update(model=model, messages=messages)
         if system:
             kwargs["system"] = system
         create = _get(client, "messages")
@@ -313,13 +434,25 @@ def model_reply(client, messages: list[dict], *, model: str, style: str | None =
     except SkillError:
         raise
     except Exception as exc:  # the SDK's own errors; KeyboardInterrupt is not an Exception and passes
-        raise client_error(exc, model, style) from exc
+        sent = {k: v for k, v in kwargs.items() if k not in OWN_FIELDS}
+        raise client_error(exc, model, style, sent) from exc
     seconds = time.perf_counter() - t0
+    if _is_stream(response):
+        close = getattr(response, "close", None)
+        if callable(close):
+            close()
+        raise ClientError(f"{style} API: the client returned a stream; {STREAM_REFUSED}", "stream")
     parse = _openai_reply if style == "openai" else _anthropic_reply
     reply = parse(response)
     reply.seconds = seconds
     reply.usage = usage_of(response)
     return reply
+
+
+def _is_stream(response) -> bool:
+    """A streamed response (the SDKs' Stream objects, a generator of chunks) rather than a whole reply."""
+    return not isinstance(response, (dict, list, str, bytes)) and (
+        hasattr(response, "__next__") or type(response).__name__ in ("Stream", "MessageStream"))
 
 
 def detect_style(client) -> str:
@@ -344,16 +477,18 @@ def _openai_reply(response) -> Reply:
     finish = str(_get(choices[0], "finish_reason") or "")
     content = _get(message, "content") or ""
     calls = list(_get(message, "tool_calls") or [])
-    assistant: dict = {"role": "assistant", "content": content or None}
+    # The message goes back in the next request: content is "" (never None, never left out) next to tool
+    # calls, which OpenAI accepts and llama-cpp-python's server requires (it answers None with a 500).
+    assistant: dict = {"role": "assistant", "content": content}
+    parsed = [(_get(c, "id"), _get(_get(c, "function"), "name"), _get(_get(c, "function"), "arguments"))
+              for c in calls]
     if calls:
         assistant["tool_calls"] = [
-            {"id": _get(c, "id"), "type": "function",
-             "function": {"name": _get(_get(c, "function"), "name"),
-                          "arguments": _get(_get(c, "function"), "arguments")}}
-            for c in calls
+            {"id": call_id, "type": "function",
+             "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else
+                          json.dumps(arguments, ensure_ascii=False)}}
+            for call_id, name, arguments in parsed
         ]
-    parsed = [(c["id"], c["function"]["name"], c["function"]["arguments"])
-              for c in assistant.get("tool_calls", [])]
     return Reply(content, parsed, finish, Usage(), 0.0, assistant)
 
 
@@ -449,6 +584,23 @@ class ClientError(SkillError):
         self.transcript = None
 
 
+class AgentInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `run_agent`: a KeyboardInterrupt (code that does not look for it still stops) that
+    carries the transcript so far (`stop_reason` INTERRUPTED) and says where the loop was."""
+
+    def __init__(self, transcript: Transcript, doing: str = ""):
+        super().__init__(f"interrupted after {transcript.seconds:.1f} s")
+        self.transcript = transcript
+        self.doing = doing
+
+    def line(self) -> str:
+        """One line for the user: 'interrupted after 4.0 s, during the model call of turn 2; ...'."""
+        t = self.transcript
+        where = f", {self.doing}" if self.doing else ""
+        return (f"interrupted after {t.seconds:.1f} s{where}; kept {t.turns} turn(s) and "
+                f"{len(t.tool_calls)} tool call(s)")
+
+
 _HINTS = {
     "auth": ("authentication failed", ("check the API key the client was created with (api_key=, or "
              "OPENAI_API_KEY / ANTHROPIC_API_KEY)")),
@@ -464,8 +616,14 @@ _HINTS = {
 }
 
 
-def client_error(exc: BaseException, model: str = "", style: str = "") -> ClientError:
-    """A `ClientError` for an exception raised by a chat client (no SDK imported: duck-typed)."""
+def client_error(exc: BaseException, model: str = "", style: str = "", options: dict | None = None) -> ClientError:
+    """A `ClientError` for an exception raised by a chat client (no SDK imported: duck-typed).
+
+    `options` are the request options that were sent, named in the hint when the server's answer suggests
+    the request itself was the problem. A server error whose detail says which field of the request it
+    could not take (a validation error, a template that met a field it did not expect) is our bad request,
+    not a server fault: kind "bad_request", with the field named first so the one-line cap never cuts it.
+    """
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int):
         status = getattr(getattr(exc, "response", None), "status_code", None)
@@ -489,14 +647,77 @@ def client_error(exc: BaseException, model: str = "", style: str = "") -> Client
         kind = "connection"
     else:
         kind = "client"
+    raw = _error_detail(exc)
+    fields = request_fields(exc, raw) if kind in ("bad_request", "server") else ""
+    detail = fields or raw.strip().rstrip(".")
+    sent = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in (options or {}).items())
     what, hint = _HINTS[kind]
-    detail = _error_detail(exc).strip().rstrip(".")
+    if kind == "server" and fields:  # a 500 that names a field of our request: ours, not the server's fault
+        kind = "bad_request"
+        what = "request refused"
+        hint = "a 500, but caused by the request, not a server fault"
+    if kind == "bad_request":
+        hint += (f"; check the request options ({sent}), or report it to ipyskills if they are the defaults"
+                 if sent else "")
+    elif kind == "server" and not detail and sent:
+        hint = (f"the server failed without saying why; if it fails the same way again, it may not handle "
+                f"one of the request options ({sent})")
     provider = style or "chat"
     code = f" ({status})" if status else ""
     subject = f"model {model!r} " if kind == "not_found" and model else ""
     line = f"{provider} API: {subject}{what}{code}: {detail}; {hint}" if detail else \
         f"{provider} API: {subject}{what}{code} ({cls}); {hint}"
-    return ClientError(_one_line(line, 400), kind, status)
+    return ClientError(_one_line(line, 600), kind, status)
+
+
+def request_fields(exc: BaseException, detail: str) -> str:
+    """The fields of our request that a server's error names, as 'messages[2].content: Input should be a
+    valid string'; "" when it names none. Reads FastAPI's 422 body (`detail`: a list of `loc`/`msg`), the
+    same errors as text (llama-cpp-python's 500 "7 validation errors: {'type': ..., 'loc': (...), ...}"),
+    and a chat template's "'dict object' has no attribute 'content'"."""
+    body = getattr(exc, "body", None)
+    errors = body.get("detail") if isinstance(body, dict) and isinstance(body.get("detail"), list) else []
+    if not errors:
+        for line in detail.splitlines():
+            line = line.strip()
+            if line.startswith("{") and "'loc'" in line:
+                try:
+                    errors.append(ast.literal_eval(line))
+                except (ValueError, SyntaxError):
+                    found = re.search(r"'loc': \(([^)]*)\).*?'msg': (['\"])(.*?)\2", line)
+                    if found:
+                        errors.append({"loc": [w.strip(" '") for w in found.group(1).split(",")],
+                                       "msg": found.group(3)})
+    errors = [e for e in errors if isinstance(e, dict) and isinstance(e.get("loc"), (list, tuple))]
+    # A union of message types: each type that failed on its role literal was not the one meant.
+    wrong = {_member(e["loc"]) for e in errors if e.get("type") == "literal_error" and e["loc"][-1] == "role"}
+    meant = [e for e in errors if _member(e["loc"]) not in wrong - {None}] or errors
+    named = [f"{_path(e['loc'])}: {e.get('msg', '')}".rstrip(": ") for e in meant]
+    if named:
+        more = len(errors) - 1
+        return named[0] + (f" (and {more} more validation error(s))" if more else "")
+    found = re.search(r"has no attribute '(\w+)'", detail)
+    if found:
+        return f"{found.group(1)}: the server's template found no {found.group(1)!r} where it needed one"
+    return ""
+
+
+def _member(loc) -> str | None:
+    """The union member a validation error is about (a CamelCase segment), if any."""
+    return next((str(part) for part in loc if isinstance(part, str) and part[:1].isupper()), None)
+
+
+def _path(loc) -> str:
+    """('body', 'messages', 2, 'ChatCompletionRequestAssistantMessage', 'content') -> messages[2].content"""
+    out = ""
+    for part in loc:
+        if part == "body" and not out:
+            continue
+        if isinstance(part, int) or (isinstance(part, str) and part.isdigit()):
+            out += f"[{part}]"
+        elif isinstance(part, str) and not part[:1].isupper():
+            out += f".{part}" if out else part
+    return out or "the request"
 
 
 def _error_detail(exc: BaseException) -> str:
@@ -507,6 +728,8 @@ def _error_detail(exc: BaseException) -> str:
             return err["message"]
         if isinstance(err, str):
             return err
+        if isinstance(body.get("detail"), str):
+            return body["detail"]
     message = getattr(exc, "message", None)
     return message if isinstance(message, str) and message else str(exc)
 

@@ -17,6 +17,8 @@ DEFAULT_IMAGE = "ipyskills-sandbox:latest"
 BACKENDS = ("auto", "docker", "local")
 # What a run provisions before it starts: every requirement found, only declared ones, or nothing.
 DEPS_MODES = ("auto", "declared", "off")
+# The container runtime of Docker runs: runc, gVisor's runsc, or gVisor when the engine offers it.
+RUNTIMES = ("runc", "runsc", "auto")
 # Settings given in bytes that also take a size like '256m' or '1g' (IPYSKILLS_INPUT_CAP=256m).
 SIZE_FIELDS = ("input_cap", "workspace_size", "deps_max_size")
 
@@ -47,12 +49,14 @@ class Settings:
     allow_sdist: bool = True  # build a package that has no wheel from its sdist, in a network-off container
     deps_max_count: int = 100  # distributions one provisioning may add
     deps_max_size: int = 2 * 1024**3  # their total download size (a size like 2g)
+    runtime: str = "runc"  # Docker runs: runc, runsc (gVisor) or auto (gVisor when the engine offers it)
 
     def __post_init__(self):
         # Sizes may be given as '256m' or a number of bytes; stored as bytes, checked here so a bad value
         # fails when it is set, not at the first run.
         for name in SIZE_FIELDS:
             object.__setattr__(self, name, _size(getattr(self, name), name))
+        check_runtime(self.runtime, "runtime")
 
     def with_overrides(self, **changes) -> Settings:
         unknown = set(changes) - {f.name for f in fields(self)}
@@ -97,6 +101,8 @@ def _coerce(name: str, default, raw: str):
         raise ConfigError(f"{what}: expected one of {', '.join(BACKENDS)}")
     if name == "deps":
         return check_deps_mode(raw, what)
+    if name == "runtime":
+        return check_runtime(raw, what)
     return raw
 
 
@@ -105,6 +111,14 @@ def check_deps_mode(value, what: str = "deps") -> str:
         raise ConfigError(f"{what}: expected one of {', '.join(DEPS_MODES)} (auto: every requirement found, "
                           f"declared: only PEP 723 blocks, requirements files and install lines, off: none), "
                           f"got {value!r}")
+    return value
+
+
+def check_runtime(value, what: str = "runtime") -> str:
+    if value not in RUNTIMES:
+        raise ConfigError(f"{what}: expected one of {', '.join(RUNTIMES)} (runc: the host's kernel behind the "
+                          f"sandbox's seccomp profile; runsc: gVisor's user-space kernel; auto: gVisor when "
+                          f"the engine offers it), got {value!r}")
     return value
 
 

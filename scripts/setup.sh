@@ -3,7 +3,7 @@
 # a Docker engine, a virtualenv in .venv with the project installed, and the sandbox image.
 # Environment: IPYSKILLS_SKIP_DOCKER=1 skips the engine and images (the local backend is used then);
 # IPYSKILLS_SKIP_OFFICE=1 skips the office profile image; IPYSKILLS_SKIP_BUILD_IMAGE=1 the build image (made on
-# first need then).
+# first need then); IPYSKILLS_SKIP_GVISOR=1 the gVisor runtime (as root it is installed and registered).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,6 +64,11 @@ if [ "${IPYSKILLS_SKIP_DOCKER:-0}" != 1 ] && docker info >/dev/null 2>&1; then
             log "building the office profile image (LibreOffice 25, poppler, pandoc, tesseract, Node; about 2 minutes)"
             .venv/bin/ipyskills sandbox build --profile office --offline
         fi
+    fi
+    # gVisor (runsc from bookworm-backports) registered as the runtime ipyskills-runsc, for runtime runsc/auto.
+    if [ "${IPYSKILLS_SKIP_GVISOR:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        log "gVisor runtime (ipyskills sandbox gvisor)"
+        .venv/bin/ipyskills sandbox gvisor || echo "warning: gVisor could not be set up; runtime runsc is unavailable"
     fi
     # The build profile (gcc, g++, Python headers): packages without wheels are built from source there.
     # Provisioning makes it on first need anyway; made here so the first such run does not wait for it.

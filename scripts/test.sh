@@ -10,6 +10,10 @@ if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then export IPYSKILLS_RE
 if [ "${IPYSKILLS_SKIP_OFFICE:-0}" != 1 ] && [ "${IPYSKILLS_REQUIRE_DOCKER:-0}" = 1 ]; then
     export IPYSKILLS_REQUIRE_OFFICE=1
 fi
+# setup.sh registered gVisor unless told not to (as root): its tests must run then.
+if [ "${IPYSKILLS_SKIP_GVISOR:-0}" != 1 ] && [ "${IPYSKILLS_REQUIRE_DOCKER:-0}" = 1 ] && [ "$(id -u)" = 0 ]; then
+    export IPYSKILLS_REQUIRE_GVISOR=1
+fi
 # Likewise in CI or with Chromium installed: the real-browser test (tests/browser) must run, not skip.
 if [ "$IPYSKILLS_WITH_BROWSER" = 1 ] && { [ "${CI:-}" = true ] || [ -x /usr/bin/chromium ]; }; then
     export IPYSKILLS_REQUIRE_BROWSER=1

@@ -44,6 +44,9 @@ def register(subparsers) -> None:
     p.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS", help="passed to the script")
     add_dir_option(p)
     p.add_argument("--backend", choices=("docker", "local", "auto"), help="where to run (default: auto)")
+    p.add_argument("--runtime", choices=("runc", "runsc", "auto"),
+                   help="the Docker runtime: runc, runsc (gVisor's user-space kernel) or auto (gVisor when the "
+                   "engine offers it); default: the runtime setting (IPYSKILLS_RUNTIME), runc")
     p.add_argument("--timeout", type=float, metavar="S", help="seconds before the run is killed")
     p.add_argument("--memory", metavar="M", help="memory limit, e.g. 256m or 1g")
     p.add_argument("--network", action="store_true", default=None, help="allow network access")
@@ -107,7 +110,7 @@ def cmd_run(args) -> int:
                 stdin=read_stdin(args.no_stdin, reg.settings.stdin_cap),
                 backend=args.backend, timeout=args.timeout, memory=args.memory, network=args.network,
                 guard=args.guard, deps=args.deps, progress=_progress, inputs=args.inputs, save_to=args.save,
-                on_output=live,
+                on_output=live, runtime=args.runtime,
             )
         except RunInterrupted as stop:
             if args.json:

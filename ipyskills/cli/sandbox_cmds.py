@@ -39,6 +39,15 @@ def register(subparsers) -> None:
     add_json_option(status)
     status.set_defaults(func=run_status)
 
+    gvisor = sub.add_parser("gvisor", help="set up gVisor (runsc) as a runtime for the sandbox (root)",
+                            description="Install Debian's runsc (bookworm-backports: the build with the systrap "
+                            "platform), register it in /etc/docker/daemon.json as ipyskills-runsc with "
+                            "--network=none --platform=systrap, reload the engine with SIGHUP (running "
+                            "containers go on) and check it with one trial run. Then runtime runsc or auto "
+                            "(IPYSKILLS_RUNTIME, --runtime, %config IPySkills.runtime) runs scripts under "
+                            "gVisor's user-space kernel.")
+    gvisor.set_defaults(func=run_gvisor)
+
     cleanup = sub.add_parser("cleanup", help="remove leftover sandbox containers (and unused dependency images)",
                              description="Remove sandbox containers whose owning process is gone "
                              "(or all sandbox containers with --all), local run folders and provisioning scratch folders of "
@@ -110,7 +119,25 @@ def sandbox_status(image: str) -> dict:
                                    "rebuild it with ipyskills sandbox build [--offline]")
     report["backend"] = "docker" if ready else "local"
     report["profiles"] = _profile_images(client, image)
+    report["gvisor"] = _gvisor_status(client)
     return report
+
+
+def _gvisor_status(client) -> dict:
+    """Whether the engine offers our gVisor runtime, and what the configured `runtime` picks."""
+    from ..errors import SkillError
+    from ..sandbox.docker import runtime
+    from ..sandbox.docker.client import engine_errors
+    from ..settings import Settings
+
+    wanted = Settings.from_env().runtime
+    try:
+        config = runtime.offered(client).get(runtime.GVISOR_RUNTIME)
+        chosen = runtime.choose(client, wanted, network=False).describe()
+    except (*engine_errors(), SkillError) as exc:
+        config, chosen = None, f"unavailable ({exc})"
+    return {"available": config is not None, "runtime_name": runtime.GVISOR_RUNTIME,
+            "runtime_args": (config or {}).get("runtimeArgs") or [], "setting": wanted, "in_use": chosen}
 
 
 def _profile_images(client, configured: str) -> dict:
@@ -149,10 +176,25 @@ def run_status(args) -> int:
             state = (f"present, {info['size_mb']} MB, {'current' if info['current'] else 'STALE (rebuild)'}"
                      if info["present"] else f"not built (ipyskills sandbox build --profile {profile})")
             print(f"profile:  {profile:7} {info['image']} {state}")
+        gv = report.get("gvisor")
+        if gv:
+            offer = (f"available ({' '.join(gv['runtime_args'])})" if gv["available"]
+                     else "not set up (sudo ipyskills sandbox gvisor)")
+            print(f"gvisor:   {offer}; runtime setting {gv['setting']} → {gv['in_use']}")
         print(f"backend:  auto would use {report['backend']}")
         if report["backend"] != "docker" or not report["image_current"]:
             print(report["message"], file=sys.stderr)
     return 0 if report["backend"] == "docker" else 1
+
+
+def run_gvisor(args) -> int:
+    from ..sandbox.docker.runtime import setup_gvisor
+
+    line = setup_gvisor(log=lambda text: print(text, flush=True))
+    print(f"gVisor is ready: {line}")
+    print("use it with runtime runsc or auto: IPYSKILLS_RUNTIME=auto, ipyskills run --runtime runsc, "
+          "or %config IPySkills.runtime = 'auto'")
+    return 0
 
 
 def run_cleanup(args) -> int:

@@ -204,7 +204,7 @@ class SkillRegistry:
     def run(self, name: str, script: str, args=None, stdin=None, backend: str | None = None,
             timeout: float | None = None, memory=None, network: bool | None = None,
             guard: bool | None = None, deps: str | None = None, progress=None, inputs=None,
-            save_to=None, on_output=None, overwrite: bool = False, **limits):
+            save_to=None, on_output=None, overwrite: bool = False, runtime: str | None = None, **limits):
         """Run one of the skill's scripts in the sandbox and return its ExecuteResult.
 
         The script runs in a writable workspace (its working directory); the skill stays read-only at
@@ -215,7 +215,8 @@ class SkillRegistry:
         on_output(stream, text): called with "stdout"/"stderr" text as it arrives (within the cap).
         deps: "auto" | "declared" | "off" (default: the `deps` setting): which of the skill's Python
         requirements are installed into the sandbox first. progress: called with one line per stage of
-        slow preparation work (resolving and installing dependencies).
+        slow preparation work (resolving and installing dependencies). runtime: "runc" | "runsc" | "auto"
+        (default: the `runtime` setting): the Docker runtime, runsc being gVisor's user-space kernel.
         Ctrl-C raises ipyskills.errors.RunInterrupted (a KeyboardInterrupt) once the sandbox is removed;
         its `result` holds the output so far."""
         from ..sandbox import runner
@@ -223,11 +224,12 @@ class SkillRegistry:
         request = self.run_request(name, script, args=args, stdin=stdin, timeout=timeout, memory=memory,
                                    network=network, deps=deps, inputs=inputs, **limits)
         request.on_output = on_output
+        settings = self.settings if runtime is None else self.settings.with_overrides(runtime=runtime)
         result = runner.run(
             request,
             backend=self.settings.backend if backend is None else backend,
             guard=self.settings.guard if guard is None else guard,
-            settings=self.settings,
+            settings=settings,
             progress=progress,
         )
         if save_to is not None:

@@ -586,11 +586,26 @@ class AgentView:
         return _error(tool, "unknown_skill",
                       f"unknown skill {name!r}.{hint} Available skills: {', '.join(names)}.")
 
+    def _within_skill(self, name: str, path: str) -> str:
+        """`path` without a leading `name/` when the model repeated the skill's name in it (a common slip of
+        small models: file_path="data-processor/SKILL.md") and the skill has no such folder of its own."""
+        prefix = f"{name}/"
+        bare = path.removeprefix("./")
+        if not bare.startswith(prefix):
+            return path
+        try:
+            root = Path(self.registry.get(name).path)
+        except SkillError:
+            return path
+        return path if (root / name).is_dir() else bare[len(prefix):]
+
     def _read_skill(self, args: dict) -> ToolResult:
         located = self._locate(READ_SKILL, args, "file_path")
         if isinstance(located, ToolResult):
             return located
         name, path = located
+        if path is not None:
+            path = self._within_skill(name, path)
         activation = path is None or path in ("SKILL.md", "skill.md", "./SKILL.md", "./skill.md")
         if activation and self.tracker and self.tracker.is_active(name):
             return ToolResult(READ_SKILL, already_active_note(name))

@@ -6,15 +6,44 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 
 from IPython.core.error import UsageError
 
 from ..errors import SkillError
 
+# Parameters of run_agent / eval_trigger that the magics fill in themselves: not request options.
+_SET_BY_THE_MAGIC = {"model": "--model", "client": "--client", "max_turns": "--max-turns", "runs": "--runs",
+                     "parallel": "--parallel", "descriptions": "--description / --descriptions",
+                     "queries": "--queries", "style": "", "skills": "", "prompt": "", "name": "",
+                     "on_event": "", "progress": "", "inputs_dir": "IPySkills.agent_inputs"}
+
 
 def _names(value: str | None) -> list[str]:
     return [n.strip() for n in (value or "").split(",") if n.strip()]
+
+
+def request_options(magics, given: list[str] | None) -> dict:
+    """`IPySkills.agent_options`, then each `--option K=V` of the line over it. V is read as JSON when it
+    is JSON (0, 0.2, true, null, ["x"], {...}), else taken as text (tool_choice=auto)."""
+    options = dict(magics.agent_options)
+    for item in given or ():
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--option needs KEY=VALUE, like --option temperature=0; got {item!r}")
+        try:
+            options[key] = json.loads(raw)
+        except ValueError:
+            options[key] = raw
+    for key in options:
+        if key in _SET_BY_THE_MAGIC:
+            flag = _SET_BY_THE_MAGIC[key]
+            raise UsageError(f"{key!r} is not a request option here: the magic sets it"
+                             + (f" (use {flag})" if flag else ""))
+    return options
 
 
 def resolve_client(magics, var: str | None, *, required: bool = True):
@@ -61,6 +90,7 @@ def skill_agent(magics, args, cell: str):
         raise UsageError("--allow needs skill names separated by commas, like --allow a,b")
     client, _ = resolve_client(magics, args.client)
     model = resolve_model(magics, args.model)
+    options = request_options(magics, args.option)
     view = magics.agent_view(allow=args.allow, conversation=True)
     handle = None
     shown = {"view": None}
@@ -73,14 +103,26 @@ def skill_agent(magics, args, cell: str):
         elif handle is not None:
             handle.update(shown["view"])
 
-    try:
-        transcript = magics._call(run_agent, client, view, cell.strip(), model=model, max_turns=args.max_turns,
-                                  on_event=on_event)
-    except SkillError as exc:  # a MagicError: one line under the transcript so far
-        partial = getattr(getattr(exc, "original", exc), "transcript", None)
-        if args.var and partial is not None:
-            magics.shell.user_ns[args.var] = partial
-        raise
+    from ..agent_loop import AgentInterrupted
+    from ..sandbox.interrupts import shield_repeated_interrupts
+
+    # Only the first Ctrl-C counts until the loop has stopped (a second one would cut short the removal
+    # of a sandbox that a tool call was running).
+    with shield_repeated_interrupts():
+        try:
+            transcript = magics._call(run_agent, client, view, cell.strip(), model=model,
+                                      max_turns=args.max_turns, on_event=on_event, **options)
+        except AgentInterrupted as stop:  # one line under the transcript so far, as %%skill_run does
+            if args.var:
+                magics.shell.user_ns[args.var] = stop.transcript
+            print(stop.line() + (f"; the transcript so far is in {args.var}" if args.var else ""),
+                  file=sys.stderr)
+            return
+        except SkillError as exc:  # a MagicError: one line under the transcript so far
+            partial = getattr(getattr(exc, "original", exc), "transcript", None)
+            if args.var and partial is not None:
+                magics.shell.user_ns[args.var] = partial
+            raise
     if args.var:
         magics.shell.user_ns[args.var] = transcript
 
@@ -107,6 +149,7 @@ def skills_eval(magics, args):
     model = resolve_model(magics, args.model)
     runs = args.runs if args.runs is not None else DEFAULT_RUNS
     parallel = args.parallel if args.parallel is not None else magics.eval_parallel
+    options = request_options(magics, args.option)
     view = magics.agent_view()
     progress = EvalProgress(args.target)
     shown = {"handle": None, "at": 0.0}
@@ -123,9 +166,8 @@ def skills_eval(magics, args):
         shown["at"] = now
 
     report = magics._call(eval_trigger, view, args.target, queries, client=client, model=model, runs=runs,
-                          descriptions=descriptions, parallel=parallel, progress=on_progress)
-    progress.finished = (f"eval of {report.skill}: {report.done}/{report.planned} runs in {report.seconds:.1f} s"
-                         + (" (interrupted)" if report.interrupted else ""))
+                          descriptions=descriptions, parallel=parallel, progress=on_progress, **options)
+    progress.finished = report.headline()
     if shown["handle"] is not None:
         shown["handle"].update(progress)
     if args.var:

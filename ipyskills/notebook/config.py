@@ -7,11 +7,11 @@ the IPython config leaves unset (so precedence is: defaults < environment < ipyt
 
 from __future__ import annotations
 
-from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, Union, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, Union, validate
 from traitlets.config import Configurable
 
 from ..errors import ConfigError
-from ..settings import BACKENDS, DEPS_MODES, Settings
+from ..settings import BACKENDS, DEPS_MODES, RUNTIMES, Settings
 
 _DEFAULTS = Settings()
 
@@ -39,6 +39,7 @@ TRAIT_FIELDS = {
     "allow_sdist": "allow_sdist",
     "deps_max_count": "deps_max_count",
     "deps_max_size": "deps_max_size",
+    "runtime": "runtime",
 }
 
 
@@ -78,6 +79,10 @@ class IPySkillsConfig(Configurable):
     pool_max = Int(_DEFAULTS.pool_max,
                    help="The most containers the warm pool grows to for a burst of parallel runs (capped at "
                         "8); it shrinks back to pool_size when idle.").tag(config=True)
+    runtime = Enum(RUNTIMES, default_value=_DEFAULTS.runtime,
+                   help="The Docker runtime: runc (the host's kernel behind the sandbox's seccomp profile), "
+                        "runsc (gVisor's user-space kernel; set it up with `sudo ipyskills sandbox gvisor`) "
+                        "or auto (gVisor when the engine offers it).").tag(config=True)
     deps = Enum(DEPS_MODES, default_value=_DEFAULTS.deps,
                 help="What a run installs into the sandbox before it starts: auto (every requirement found, "
                      "imports included), declared (PEP 723 blocks, requirements files and install lines in "
@@ -101,6 +106,9 @@ class IPySkillsConfig(Configurable):
                            ).tag(config=True)
     agent_model = Unicode("", help="Model name %%skill_agent and %skills eval send without --model."
                           ).tag(config=True)
+    agent_options = Dict(help="Request options every model call of %%skill_agent and %skills eval carries, like "
+                         "{'temperature': 0, 'max_tokens': 512, 'tool_choice': 'auto'}; --option K=V adds to "
+                         "them for one cell.").tag(config=True)
     eval_parallel = Int(4, help="Model calls %skills eval keeps in flight at once (1-32).").tag(config=True)
 
     @validate("timeout")

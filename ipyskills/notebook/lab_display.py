@@ -7,6 +7,7 @@ shown in <pre>, never as Markdown or HTML.
 
 from __future__ import annotations
 
+from ..agent_loop import EMPTY_REPLY
 from .display import Displayed, details, esc, pre, shorten, wrap
 
 _OK, _BAD, _MUTED = "#1a7f37", "#cf222e", "#6e7781"
@@ -64,6 +65,8 @@ class TranscriptView(Displayed):
                          f"{step.finish_reason or '?'}")
             if step.text and not _is_answer(t, step):
                 lines.append(f"   model: {step.text}")
+            elif not step.text.strip() and not step.tool_calls and not (t.empty_reply and step is t.steps[-1]):
+                lines.append(f"   model: {EMPTY_REPLY}")
             for call in step.tool_calls:
                 flag = f" [error: {call.result.error}]" if call.result.is_error else ""
                 lines.append(f"   {call.name}({_args_text(call.arguments)}){flag} · {_secs(call.seconds)}")
@@ -73,6 +76,9 @@ class TranscriptView(Displayed):
                     lines.append(f"     | … {more} more line(s) (full text in .tool_calls[i].result.text)")
         if t.final:
             lines.append(f"final answer: {t.final}")
+        elif t.empty_reply:
+            lines.append(f"final answer: {EMPTY_REPLY}")
+        lines += [f"warning: {w}" for w in t.warnings]
         if t.error:
             lines.append(f"error: {t.error}")
         return "\n".join(lines)
@@ -88,7 +94,9 @@ class TranscriptView(Displayed):
             head = (f"turn {step.turn} · {esc(str(step.usage))} · {esc(_secs(step.seconds))} · finish: "
                     f"{esc(step.finish_reason or '?')}")
             body = f"<pre>{esc(step.text)}</pre>" if step.text else ""
-            if _is_answer(t, step):
+            if not step.text.strip() and not step.tool_calls:
+                body = f'<div style="color:{_BAD}">{esc(EMPTY_REPLY)}</div>'
+            elif _is_answer(t, step):
                 body = '<div class="muted">the final answer, below</div>'
             for call in step.tool_calls:
                 colour = _BAD if call.result.is_error else _OK
@@ -103,6 +111,8 @@ class TranscriptView(Displayed):
             parts.append(f'<div class="muted">waiting for turn {len(t.steps) + 1}…</div>')
         if t.final:
             parts.append(f'<div class="card"><b>final answer</b><pre>{esc(t.final)}</pre></div>')
+        for warning in t.warnings:
+            parts.append(f'<div class="card" style="color:{_BAD}"><b>warning</b>: {esc(warning)}</div>')
         if t.error:
             parts.append(f'<div class="card" style="color:{_BAD}"><b>error</b>: {esc(t.error)}</div>')
         return {"text/plain": self.text(), "text/html": _lab_wrap("".join(parts))}
@@ -138,12 +148,20 @@ class TriggerReportView(Displayed):
     def mimebundle(self) -> dict:
         r = self.report
         ranked = r.ranked()
+        failed = f' · <span style="color:{_BAD}">{r.failed} failed</span>' if r.failed else ""
+        calls = f" · {r.with_tool_calls} with a tool call" if r.answered else ""
         head = (f"trigger eval of <b>{esc(r.skill)}</b> with {esc(r.model)} · {r.done}/{r.planned} runs "
-                f"({r.runs} per query) · {esc(_secs(r.seconds))}")
+                f"({r.runs} per query){failed}{calls} · {esc(_secs(r.seconds))}")
         if r.interrupted:
             head += f' · <span style="color:{_BAD}">interrupted: figures cover the finished runs</span>'
+        if r.options:
+            head += f'<br><span class="muted">request options: {esc(r.sent())}</span>'
         if r.error:
-            head += f'<br><span style="color:{_BAD}">{esc(r.error)}</span>'
+            head += f'<br><span style="color:{_BAD}">stopped by: {esc(r.error)}</span>'
+        for line in r.error_lines():
+            head += f'<br><span style="color:{_BAD}">errors: {esc(line)}</span>'
+        for line in r.warnings:
+            head += f'<br><span style="color:{_BAD}">warning: {esc(line)}</span>'
         rows = "".join(
             f"<tr><td class=\"nowrap\"><b>{esc(v.label)}</b>{' ★' if i == 0 and len(ranked) > 1 else ''}</td>"
             f"<td class=\"nowrap\">{_bar(v.accuracy)}</td><td>{_pct(v.precision)}</td><td>{_pct(v.recall)}</td>"

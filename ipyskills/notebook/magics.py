@@ -48,7 +48,7 @@ SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "to
                    "budget")
 ALL_SKILLS = "*"  # `--allow '*'` lifts the session's allow-list (not a valid skill name, so unambiguous)
 _AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled", "agent_inputs", "agent_client", "agent_model",
-                 "eval_parallel")
+                 "agent_options", "eval_parallel")
 _IMAGE_PREFIX = "image/"
 
 
@@ -237,6 +237,9 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.argument("--descriptions", default=None, metavar="VAR", help="eval: a variable holding a list of variants")
     @ma.argument("--parallel", type=int, default=None, metavar="N",
                  help="eval: model calls in flight at once (default: IPySkills.eval_parallel)")
+    @ma.argument("--option", action="append", default=None, metavar="K=V",
+                 help="eval: a request option for every model call, like temperature=0, max_tokens=256 or "
+                      "tool_choice=auto (repeatable; over IPySkills.agent_options)")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="eval, budget: also keep the report in the variable VAR")
     @line_magic
@@ -260,6 +263,7 @@ class IPySkills(IPySkillsConfig, Magics):
         %skills agent --allow A,B         only these skills ('*' = all again); --disable A,B hides skills,
                                           --enable A,B shows them again, --reset clears all three
         %skills eval NAME --queries VAR [--client VAR] [--model M] [--runs K] [--description TEXT]...
+                     [--option K=V]...
                                           trigger eval: does NAME's description make the model load it for
                                           the queries that should trigger it, and only those? Variants run
                                           side by side, best first; Ctrl-C keeps the finished runs
@@ -487,6 +491,8 @@ class IPySkills(IPySkillsConfig, Magics):
     @ma.magic_arguments()
     @ma.argument("--backend", choices=("auto", "docker", "local"), default=None,
                  help="where to run (default: IPySkills.sandbox_backend)")
+    @ma.argument("--runtime", choices=("runc", "runsc", "auto"), default=None,
+                 help="the Docker runtime: runc, runsc (gVisor) or auto (default: IPySkills.runtime)")
     @ma.argument("--timeout", type=float, default=None, metavar="S", help="seconds before the run is killed")
     @ma.argument("--memory", default=None, metavar="M", help="memory limit, like 256m or 1g")
     @ma.argument("--network", action="store_true", default=None, help="allow network access for this run")
@@ -513,8 +519,8 @@ class IPySkills(IPySkillsConfig, Magics):
     def skill_run(self, line: str = "", cell: str | None = None):
         """Run a skill's script in the sandbox; the cell body is its stdin.
 
-        %%skill_run [--backend B] [--timeout S] [--memory M] [--network] [--no-guard] [--deps MODE]
-                    [--stdin VAR] [--input PATH]... [--save DIR] [-o VAR] NAME SCRIPT [ARGS...]
+        %%skill_run [--backend B] [--runtime R] [--timeout S] [--memory M] [--network] [--no-guard]
+                    [--deps MODE] [--stdin VAR] [--input PATH]... [--save DIR] [-o VAR] NAME SCRIPT [ARGS...]
 
         The line expands notebook variables as IPython does ({var}, $var; $$ for a literal $); the cell
         body is passed as it is.
@@ -561,7 +567,7 @@ class IPySkills(IPySkillsConfig, Magics):
                     network=bool(args.network) if args.network is not None else self.network,
                     guard=self.guard if args.guard is None else args.guard,
                     deps=args.deps or self.deps, progress=_progress_log(),
-                    inputs=args.inputs, save_to=args.save_to, on_output=live,
+                    inputs=args.inputs, save_to=args.save_to, on_output=live, runtime=args.runtime,
                 )
             except RunInterrupted as stop:
                 live.interrupted(stop.line(), stop.result)  # the output so far and one line, no traceback
@@ -639,19 +645,26 @@ class IPySkills(IPySkillsConfig, Magics):
                  help="model calls before the loop stops (default 8)")
     @ma.argument("--allow", default=None, metavar="A,B",
                  help="only these skills, for this conversation (default: the session's agent filter)")
+    @ma.argument("--option", action="append", default=None, metavar="K=V",
+                 help="a request option for every model call, like temperature=0, max_tokens=256 or "
+                      "tool_choice=auto (repeatable; over IPySkills.agent_options)")
     @ma.argument("-o", "--output", dest="var", default=None, metavar="VAR",
                  help="also keep the Transcript in the variable VAR")
     @cell_magic
     def skill_agent(self, line: str = "", cell: str = ""):
         """Talk to a real model with your skills: the cell is the user's message.
 
-        %%skill_agent [--client VAR] [--model M] [--max-turns N] [--allow a,b] [-o VAR]
+        %%skill_agent [--client VAR] [--model M] [--max-turns N] [--allow a,b] [--option K=V]... [-o VAR]
         Summarise these response times in ms: [12, 15, 9, 22, 17]
 
         The tool loop runs through the session's agent view (%skills agent) and the transcript shows as it
         happens: the system prompt (collapsed), each model turn with the usage the API reports and its
         time, every tool call with its arguments and the exact text returned, the skills activated and at
         which level, and the answer. A client failure (bad key, rate limit, unknown model) is one line.
+        --option K=V (repeatable) adds a request option to every model call (the value is read as JSON
+        when it is JSON: temperature=0, max_tokens=256, tool_choice=auto), over
+        IPySkills.agent_options. Ctrl-C (interrupt the kernel) stops the loop with one line and keeps the
+        transcript so far in -o VAR, marked interrupted.
         """
         from .agent_magic import skill_agent
 
@@ -718,14 +731,14 @@ _AGENT_OPTIONS = {"--format": ("prompt", "tools"), "--allow": ("prompt", "tools"
 
 _LAB_OPTIONS = {"--queries": ("eval",), "--client": ("eval", "budget"), "--model": ("eval", "budget"),
                 "--runs": ("eval",), "--description": ("eval",), "--descriptions": ("eval",),
-                "--parallel": ("eval",), "-o": ("eval", "budget")}
+                "--parallel": ("eval",), "--option": ("eval",), "-o": ("eval", "budget")}
 
 
 def _check_lab_options(command: str, args) -> None:
     """Usage errors for prompt-lab options given to another command, or with bad values."""
     given = {"--queries": args.queries, "--client": args.client, "--model": args.model, "--runs": args.runs,
              "--description": args.description, "--descriptions": args.descriptions,
-             "--parallel": args.parallel, "-o": args.var}
+             "--parallel": args.parallel, "--option": args.option, "-o": args.var}
     for option, value in given.items():
         if value is not None and command not in _LAB_OPTIONS[option]:
             takers = " or ".join(f"%skills {c}" for c in _LAB_OPTIONS[option])
@@ -762,7 +775,7 @@ def _check_agent_options(command: str, args) -> None:
 
 _COMPLETED = {"%skill_load": "load", "%skill_run": "run", "%%skill_run": "run", "%skill": "author",
               "%%skill": "author", "%%skill_call": "call"}
-_VALUE_OPTIONS = {"--backend", "--timeout", "--memory", "-o", "--output", "--allow"}
+_VALUE_OPTIONS = {"--backend", "--runtime", "--timeout", "--memory", "-o", "--output", "--allow"}
 _COMPLETION_CAP = 200
 
 

@@ -24,11 +24,12 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..agent_loop import ClientError, call_target, detect_style, model_reply
+from ..agent_loop import ClientError, call_target, detect_style, model_reply, request_options
 from ..core.tools import READ_SKILL, AgentView
 from ..errors import ConfigError, SkillError
 
 DEFAULT_RUNS = 3
+DEFAULT_MAX_TOKENS = 1024  # the eval reads the first reply's tool calls; a long answer is wasted time
 DEFAULT_PARALLEL = 4
 MAX_PARALLEL = 32
 CURRENT = "current"  # the label of the description in SKILL.md
@@ -50,6 +51,7 @@ class RunOutcome:
     output_tokens: int | None = None
     seconds: float = 0.0
     error: str = ""
+    empty: bool = False  # the reply had no text and no tool call
 
 
 @dataclass
@@ -79,6 +81,7 @@ class VariantResult:
     label: str
     description: str
     queries: list[QueryResult]
+    first_error: str = ""  # the message of the first run that failed under this description
 
     def _counts(self) -> tuple[int, int, int, int]:
         tp = sum(q.triggered for q in self.queries if q.should_trigger)
@@ -142,10 +145,44 @@ class TriggerReport:
     interrupted: bool = False  # stopped by Ctrl-C (or a fatal client error); the figures cover what finished
     error: str = ""  # the client error that stopped it, if any
     seconds: float = 0.0
+    options: dict = field(default_factory=dict)  # the request options every call carried (max_tokens, ...)
 
     @property
     def done(self) -> int:
         return len(self.outcomes)
+
+    @property
+    def failed(self) -> int:
+        """Runs that got no answer (a client error each: see each variant's `first_error`)."""
+        return sum(1 for o in self.outcomes if o.error)
+
+    @property
+    def answered(self) -> int:
+        return self.done - self.failed
+
+    @property
+    def with_tool_calls(self) -> int:
+        """Runs in which the model called any tool (for any skill)."""
+        return sum(1 for o in self.outcomes if o.calls and not o.error)
+
+    @property
+    def empty_replies(self) -> int:
+        return sum(1 for o in self.outcomes if o.empty and not o.error)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What makes the figures suspect: no tool call at all, empty replies."""
+        out = []
+        if self.answered and not self.with_tool_calls:
+            choice = self.options.get("tool_choice")
+            hint = ("try tool_choice=auto" if choice != "auto" else
+                    "tool_choice was auto; tool_choice=required (or a tool's name) checks the plumbing")
+            out.append(f"the model never called a tool in {self.answered} answered run(s): does the server "
+                       f"pass tools? {hint}")
+        if self.empty_replies:
+            out.append(f"{self.empty_replies} of {self.answered} answered run(s) were empty replies (no text, "
+                       "no tool call)")
+        return out
 
     def ranked(self) -> list[VariantResult]:
         """Variants best first: accuracy, then recall, then precision, then fewer tokens."""
@@ -178,17 +215,41 @@ class TriggerReport:
 
         return pandas.DataFrame(self.table())
 
-    def __str__(self) -> str:
-        head = f"trigger eval of {self.skill!r} with {self.model}: {self.done}/{self.planned} runs"
+    def headline(self) -> str:
+        """'trigger eval of 'x' with m: 8/8 runs, 2 failed, 5 with a tool call, in 3.1 s'."""
+        parts = [f"{self.done}/{self.planned} runs"]
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.answered:
+            parts.append(f"{self.with_tool_calls} with a tool call")
+        head = f"trigger eval of {self.skill} with {self.model}: {', '.join(parts)}, in {self.seconds:.1f} s"
         if self.interrupted:
             head += " (interrupted; figures cover the finished runs)"
+        return head
+
+    def sent(self) -> str:
+        """The request options, as `max_tokens=1024, tool_choice=auto`."""
+        return ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in self.options.items())
+
+    def error_lines(self) -> list[str]:
+        """One line per variant with failed runs: how many, and the first message (not cut)."""
+        return [f"{v.label}: {v.errors} of {v.errors + v.runs} run(s) failed; first: {v.first_error}"
+                for v in self.ranked() if v.errors]
+
+    def __str__(self) -> str:
+        lines = [self.headline()]
+        if self.options:
+            lines.append(f"request options: {self.sent()}")
         if self.error:
-            head += f"\nstopped by: {self.error}"
-        lines = [head, (f"{'variant':<12} {'accuracy':>8} {'precision':>9} {'recall':>6} {'passed':>7} "
-                       f"{'tokens in/out':>15}")]
+            lines.append(f"stopped by: {self.error}")
+        lines += [f"errors: {line}" for line in self.error_lines()]
+        lines += [f"warning: {line}" for line in self.warnings]
+        lines.append(f"{'variant':<12} {'accuracy':>8} {'precision':>9} {'recall':>6} {'passed':>7} "
+                     f"{'tokens in/out':>15} {'errors':>6}")
         for v in self.ranked():
             lines.append(f"{v.label:<12} {pct(v.accuracy):>8} {pct(v.precision):>9} {pct(v.recall):>6} "
-                         f"{v.passed:>3}/{len(v.queries):<3} {_tokens(v.input_tokens):>8}/{_tokens(v.output_tokens)}")
+                         f"{v.passed:>3}/{len(v.queries):<3} {_tokens(v.input_tokens):>8}/"
+                         f"{_tokens(v.output_tokens):<6} {v.errors:>6}")
         for v in self.ranked():
             lines.append(f"\n{v.label}: {v.description}")
             for q in v.queries:
@@ -288,8 +349,8 @@ def triggered_by(calls, name: str) -> bool:
 
 def eval_trigger(skills, name: str, queries, *, client, model: str, runs: int = DEFAULT_RUNS,
                  descriptions: list[str] | None = None, parallel: int = DEFAULT_PARALLEL,
-                 style: str | None = None, system: str = "", max_tokens: int = 1024,
-                 progress: Callable[[int, int, RunOutcome | None], None] | None = None,
+                 style: str | None = None, system: str = "", max_tokens: int = DEFAULT_MAX_TOKENS,
+                 tool_choice=None, progress: Callable[[int, int, RunOutcome | None], None] | None = None,
                  **create_options) -> TriggerReport:
     """Run the trigger eval of skill `name` and return a `TriggerReport`.
 
@@ -297,9 +358,12 @@ def eval_trigger(skills, name: str, queries, *, client, model: str, runs: int = 
     `queries`: (text, should_trigger) pairs, dicts, a DataFrame or a CSV/JSON path. `descriptions`: extra
     description variants, each run against the same queries next to the one in SKILL.md (labelled
     "current"). `parallel`: model calls in flight at once. `progress(done, total, outcome)` is called in
-    the caller's thread after each run. Ctrl-C stops the eval and returns what finished (`interrupted`);
-    an error that retrying cannot fix (bad key, unknown model) stops it too, with `error` set; other
-    client errors count per run.
+    the caller's thread after each run. Request options as for `run_agent` (`max_tokens`, 1024 here, is
+    always sent; `tool_choice` "auto" for OpenAI-style clients; `create_options` such as temperature go
+    as they are); a bad one is a ConfigError before anything is sent. Ctrl-C stops the eval and returns
+    what finished (`interrupted`); an error that retrying cannot fix (bad key, unknown model) stops it
+    too, with `error` set; any other failure of a run (a server error, a streamed reply, an unreadable
+    response) counts for that run, with the first message kept per variant (`first_error`).
     """
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
         raise ConfigError(f"runs must be a whole number of at least 1, got {runs!r}")
@@ -330,6 +394,8 @@ def eval_trigger(skills, name: str, queries, *, client, model: str, runs: int = 
             texts.append(text)
     style = style or detect_style(client)
     tools = view.tool_schemas(style)
+    options = dict(create_options, max_tokens=max_tokens, tool_choice=tool_choice)
+    sent = request_options(style, tools, **options)  # a bad option fails before any request
 
     from ..core.agent_prompt import system_prompt_for
 
@@ -340,7 +406,7 @@ def eval_trigger(skills, name: str, queries, *, client, model: str, runs: int = 
     variants = [VariantResult(CURRENT if i == 0 else f"variant {i}", text,
                               [QueryResult(q, flag) for q, flag in pairs]) for i, text in enumerate(texts)]
     jobs = [(v, q, r) for r in range(runs) for q in range(len(pairs)) for v in range(len(texts))]
-    report = TriggerReport(name, model, runs, variants, planned=len(jobs))
+    report = TriggerReport(name, model, runs, variants, planned=len(jobs), options=sent)
     stop = threading.Event()
 
     def one(v: int, q: int, r: int) -> RunOutcome:
@@ -350,14 +416,18 @@ def eval_trigger(skills, name: str, queries, *, client, model: str, runs: int = 
             return outcome
         try:
             reply = model_reply(client, [{"role": "user", "content": pairs[q][0]}], model=model, style=style,
-                                system=prompts[v], tools=tools, max_tokens=max_tokens, **create_options)
+                                system=prompts[v], tools=tools, **options)
         except ClientError as exc:
             outcome.error = str(exc)
             if exc.kind in ClientError.FATAL:
                 stop.set()
                 raise
             return outcome
+        except SkillError as exc:  # an unreadable response: this run failed, the others go on
+            outcome.error = str(exc)
+            return outcome
         outcome.triggered = triggered_by(reply.calls, name)
+        outcome.empty = not reply.calls and not reply.text.strip()
         outcome.calls = [f"{tool}({call_target(tool, args)[0]})" for _, tool, args in reply.calls]
         outcome.input_tokens, outcome.output_tokens = reply.usage.input_tokens, reply.usage.output_tokens
         outcome.seconds = reply.seconds
@@ -402,6 +472,8 @@ def _record(report: TriggerReport, outcome: RunOutcome, pairs, name: str) -> Non
     result = report.variants[outcome.variant].queries[outcome.query]
     if outcome.error:
         result.errors += 1
+        variant = report.variants[outcome.variant]
+        variant.first_error = variant.first_error or outcome.error
         return
     result.runs += 1
     result.triggered += outcome.triggered

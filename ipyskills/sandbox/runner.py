@@ -84,9 +84,9 @@ def select_backend(name: str, image: str, settings=None):
 
     if settings is not None and settings.pool_size != 0:  # a negative size is refused by the pool
         docker = DockerBackend(image=image, pool_size=settings.pool_size, pool_max=settings.pool_max,
-                               pool_limits=Limits.from_settings(settings))
+                               pool_limits=Limits.from_settings(settings), runtime=settings.runtime)
     else:
-        docker = DockerBackend(image=image)
+        docker = DockerBackend(image=image, runtime=settings.runtime if settings is not None else "runc")
     if name == "docker":
         docker.ensure_ready()  # raises SandboxError saying what to run
         return docker, ""

@@ -79,6 +79,37 @@ ANTHROPIC_429 = {"type": "error",
                  "request_id": "req_011CSHoEeqs5C35K2UUqR7G0"}
 
 
+# ------------------------------------------------------------------ recorded bodies: llama-cpp-python's server
+
+# Recorded on 2026-12-02 from llama-cpp-python 0.3.36's server (`--chat_format chatml-function-calling`):
+# the answer to an assistant tool-call message sent with "content": None (a 500 although the request was at
+# fault), to the same message without "content" (its chat template fails), and to tool_choice "required"
+# (an assertion in the server, with no message). The traceback path at the end is shortened.
+LLAMA_CPP_500_CONTENT_NONE = {"error": {"message": (
+    "7 validation errors:\n"
+    "  {'type': 'literal_error', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestSystemMessage', 'role'), "
+    "'msg': \"Input should be 'system'\", 'input': 'assistant', 'ctx': {'expected': \"'system'\"}}\n"
+    "  {'type': 'literal_error', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestUserMessage', 'role'), "
+    "'msg': \"Input should be 'user'\", 'input': 'assistant', 'ctx': {'expected': \"'user'\"}}\n"
+    "  {'type': 'string_type', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestAssistantMessage', "
+    "'content'), 'msg': 'Input should be a valid string', 'input': None}\n"
+    "  {'type': 'literal_error', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestToolMessage', 'role'), "
+    "'msg': \"Input should be 'tool'\", 'input': 'assistant', 'ctx': {'expected': \"'tool'\"}}\n"
+    "  {'type': 'missing', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestToolMessage', 'tool_call_id'), "
+    "'msg': 'Field required', 'input': {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'call_1', "
+    "'type': 'function', 'function': {'name': 'read_skill', 'arguments': '{\"skill_name\": \"d\"}'}}]}}\n"
+    "  {'type': 'literal_error', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestFunctionMessage', "
+    "'role'), 'msg': \"Input should be 'function'\", 'input': 'assistant', 'ctx': {'expected': \"'function'\"}}\n"
+    "  {'type': 'missing', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestFunctionMessage', 'name'), "
+    "'msg': 'Field required', 'input': {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'call_1', "
+    "'type': 'function', 'function': {'name': 'read_skill', 'arguments': '{\"skill_name\": \"d\"}'}}]}}\n"
+    "\n  File \".../llama_cpp/server/app.py\", line 376, in create_chat_completion\n"
+    "    POST /v1/chat/completions"), "type": "internal_server_error", "param": None, "code": None}}
+LLAMA_CPP_500_CONTENT_MISSING = {"error": {"message": "'dict object' has no attribute 'content'",
+                                           "type": "internal_server_error", "param": None, "code": None}}
+LLAMA_CPP_500_NO_MESSAGE = {"error": {"message": "", "type": "internal_server_error", "param": None, "code": None}}
+
+
 # ------------------------------------------------------------------ the server
 
 

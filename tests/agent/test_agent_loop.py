@@ -66,7 +66,10 @@ def test_openai_requests_carry_system_prompt_tools_and_tool_messages(reg):
     assert [m["role"] for m in tool_msgs] == ["tool", "tool"]
     assert [m["tool_call_id"] for m in tool_msgs] == ids
     assert tool_msgs[0]["content"] == transcript.tool_calls[1].result.text
-    assert "max_tokens" not in first
+    # An output cap always goes out, and tool_choice "auto" with the tools (llama-cpp-python's server
+    # ignores tools without it); a tool-call turn goes back with content "" (None makes that server fail).
+    assert first["max_tokens"] == 4096 and first["tool_choice"] == "auto"
+    assert assistant["content"] == "" and last["messages"][2]["content"] == ""
     assert transcript.messages[-1] == {"role": "assistant", "content": "Done: the data is converted."}
 
 

@@ -362,3 +362,23 @@ def test_report_shares_the_cap_between_stdout_and_stderr():
     short = run_report(ExecuteResult(exit_code=1, stdout="o" * 50_000, stderr="short error", duration_ms=5.0),
                        cap=10_000)
     assert "<stderr>\nshort error\n</stderr>" in short and len(short) <= 10_000
+
+
+def test_a_file_path_that_repeats_the_skill_name_is_read_as_meant(reg, skills_root):
+    """Small models write file_path="data-tool/SKILL.md" (seen from Gemma 3 270M): the skill has no folder of
+    its own name, so the path is read inside the skill, and SKILL.md counts as the activation it is."""
+    from ipyskills.agent_loop import call_target
+
+    view = AgentView(reg)
+    slip = view.dispatch("read_skill", {"skill_name": "data-tool", "file_path": "data-tool/SKILL.md"})
+    assert not slip.is_error and slip.text == str(reg.load("data-tool"))
+    assert call_target("read_skill", {"skill_name": "data-tool", "file_path": "data-tool/SKILL.md"}) == ("data-tool", 2)
+    guide = view.dispatch("read_skill", {"skill_name": "data-tool", "file_path": "./data-tool/references/guide.md"})
+    assert guide.text == str(reg.load("data-tool/references/guide.md"))
+    # A skill that does have a folder of its own name keeps the path as written.
+    (skills_root / "pdf-processing" / "pdf-processing").mkdir()
+    (skills_root / "pdf-processing" / "pdf-processing" / "note.md").write_text("INNER NOTE\n")
+    inner = view.dispatch("read_skill", {"skill_name": "pdf-processing", "file_path": "pdf-processing/note.md"})
+    assert "INNER NOTE" in inner.text
+    still_wrong = view.dispatch("read_skill", {"skill_name": "data-tool", "file_path": "data-tool/nope.md"})
+    assert still_wrong.is_error and "nope.md" in still_wrong.text

@@ -108,7 +108,7 @@ def test_skills_eval_and_variants(ip):
     assert [v.label for v in report.ranked()] == ["current", "variant 1"]
     html = view.mimebundle()["text/html"]
     assert "<svg" in html and "Does things." in html and "should trigger" in html
-    assert "eval of hello: 8/8 runs" in printed
+    assert "trigger eval of hello with m: 8/8 runs, 2 with a tool call" in printed
 
 
 def test_skills_eval_csv_and_errors(ip, cell, workdir):
@@ -135,3 +135,39 @@ def test_skills_budget(ip, cell):
     assert "characters / 4" in html and "largest level-3 files" in html
     result, printed = cell("%skills budget")
     assert result.success and "catalog total" in printed
+
+
+def test_request_options_from_the_line_over_the_config(ip, cell):
+    ip.user_ns["c"] = ScriptedClient([[("read_skill", {"skill_name": "hello"})], "Hi"])
+    ip.run_line_magic("config", "IPySkills.agent_options = {'temperature': 0, 'max_tokens': 100}")
+    result, printed = cell("%%skill_agent --client c --model m --option max_tokens=64 --option tool_choice=read_skill "
+                           "--option 'stop=[\"END\"]' -o t\nhi")
+    assert result.success, printed
+    sent = [{k: r.get(k) for k in ("temperature", "max_tokens", "tool_choice", "stop")} for r in ip.user_ns["c"].requests]
+    assert sent == [{"temperature": 0, "max_tokens": 64, "stop": ["END"],
+                     "tool_choice": {"type": "function", "function": {"name": "read_skill"}}}] * 2
+    assert ip.user_ns["t"].options["max_tokens"] == 64
+    ip.user_ns["m"] = MatchingClient()
+    ip.user_ns["Q"] = [("someone says hi, greet people", True)]
+    result, printed = cell("%skills eval hello --queries Q --client m --model m --runs 2 --option seed=3 -o rep")
+    assert result.success, printed
+    assert [(r["seed"], r["temperature"], r["max_tokens"], r["tool_choice"]) for r in ip.user_ns["m"].requests] == [
+        (3, 0, 100, "auto")] * 2
+    assert "request options: temperature=0, seed=3, max_tokens=100, tool_choice=auto" in str(ip.user_ns["rep"])
+
+
+@pytest.mark.parametrize("line, words", [
+    ("%%skill_agent --client c --model m --option nonsense\nhi", "--option needs KEY=VALUE"),
+    ("%%skill_agent --client c --model m --option max_turns=3\nhi", "'max_turns' is not a request option here: "
+                                                                   "the magic sets it (use --max-turns)"),
+    ("%%skill_agent --client c --model m --option stream=true\nhi", "ConfigError: streaming is not supported"),
+    ("%%skill_agent --client c --model m --option tool_choice=maybe\nhi", "tool_choice must be auto, none"),
+    ("%skills eval hello --queries Q --client c --model m --option runs=9", "(use --runs)"),
+    ("%skills list --option temperature=0", "--option applies to %skills eval"),
+])
+def test_bad_request_options_are_one_line(ip, cell, line, words):
+    ip.user_ns["c"] = ScriptedClient(["never"])
+    ip.user_ns["Q"] = [("hi", True)]
+    result, printed = cell(line)
+    assert not result.success and words in printed and "Traceback" not in printed, printed
+    assert ip.user_ns["c"].requests == []

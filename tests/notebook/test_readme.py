@@ -35,6 +35,10 @@ NOT_RUN = {
     "bash scripts/demo.sh     # set up everything and run the demo (executes the example notebooks)":
         "installs system packages and Docker as root; its notebooks run in tests/notebook/test_examples.py, "
         "and its second line, scripts/test.sh, is what CI runs",
+    "bash scripts/local_model.sh serve    # prepare what is missing, then serve http://127.0.0.1:8080/v1 (Ctrl-C stops it)":
+        "builds llama-cpp-python once (about 8 minutes) and then serves until stopped; "
+        "tests/notebook/test_nb_local_model.py runs the same script (prepare) and the same server and magics "
+        "in a real kernel",
     "bash scripts/test.sh                         # everything, as CI runs it":
         "is the test suite itself (CI runs it); the other lines start the tests again and run the "
         "benchmarks, which are not tests (the published file tasks run in tests/published/test_real_tasks.py)",
@@ -208,6 +212,11 @@ def test_python_examples_run_in_a_kernel(workspace, monkeypatch):
     assert 'Inputs in the working folder: ["measurements.json"]' in agent_inputs
     assert '"mean": 15.0' in agent_inputs and "exit_code=\"0\"" in agent_inputs
     assert len([r for r in api.requests if "mean and median" in last_user_text(r["body"])]) == 3
+    # What the README says every call carries: an output cap, and tool_choice "auto" with the tools.
+    conversation_calls = [r["body"] for r in api.requests if "mean and median" in last_user_text(r["body"])]
+    assert all(b["max_tokens"] == 4096 and b["tool_choice"] == "auto" for b in conversation_calls)
+    eval_calls = [r["body"] for r in api.requests if "TL;DR" in last_user_text(r["body"])]
+    assert eval_calls and all(b["max_tokens"] == 1024 and b["tool_choice"] == "auto" for b in eval_calls)
 
 
 # --------------------------------------------------------------------------------------- bash blocks

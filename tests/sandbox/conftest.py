@@ -20,16 +20,31 @@ def _require_docker() -> bool:
     return os.environ.get("IPYSKILLS_REQUIRE_DOCKER") == "1"
 
 
+def test_runtime() -> str:
+    """The Docker runtime these tests run under: IPYSKILLS_TEST_RUNTIME=runsc runs them under gVisor
+    (scripts/test.sh does that for the attack lab, the limit measurements and files in and out)."""
+    return os.environ.get("IPYSKILLS_TEST_RUNTIME", "runc")
+
+
+test_runtime.__test__ = False  # a helper, not a test
+
+
 @pytest.fixture(scope="session")
 def docker_backend():
     from ipyskills.sandbox.docker.backend import DockerBackend
 
-    backend = DockerBackend()
+    backend = DockerBackend(runtime=test_runtime())
     ready, reason = backend.readiness()
     if not ready:
         if _require_docker():
             pytest.fail(f"IPYSKILLS_REQUIRE_DOCKER=1 but the Docker backend is not ready: {reason}")
         pytest.skip(f"Docker backend not ready: {reason}")
+    if backend.runtime == "runsc":
+        from ipyskills.sandbox.docker.runtime import GVISOR_RUNTIME, offered
+
+        if GVISOR_RUNTIME not in offered(backend.client()):
+            pytest.fail("IPYSKILLS_TEST_RUNTIME=runsc but the engine offers no gVisor runtime: run "
+                        "`sudo ipyskills sandbox gvisor`")
     return backend
 
 
@@ -61,7 +76,8 @@ def run_in_docker(docker_backend, skill_maker):
     def run(files, script, *, args=(), stdin=b"", env=None, transfer="auto", skill=None, **limits):
         folder = skill or skill_maker(files)
         backend = docker_backend if transfer == "auto" else DockerBackend(
-            image=docker_backend.image, client=docker_backend.client(), skill_transfer=transfer)
+            image=docker_backend.image, client=docker_backend.client(), skill_transfer=transfer,
+            runtime=docker_backend.runtime)
         request = RunRequest(skill_name=folder.name, skill_dir=folder, script=script, args=list(args),
                              stdin=stdin, limits=Limits(**limits), env=dict(env or {}))
         return backend.run(request)

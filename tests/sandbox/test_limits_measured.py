@@ -152,7 +152,7 @@ def probe_via(path: str, docker_backend, make_skill) -> tuple[dict, dict]:
     if path == "registry":  # SkillRegistry.run with the default Settings (a warm-pool container)
         result = registry(skill).run("probe", "scripts/probe.py", on_output=inspector)
     else:  # a fresh container from a RunRequest with Limits()
-        result = DockerBackend(image=docker_backend.image).run(default_request(skill, "scripts/probe.py",
+        result = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(default_request(skill, "scripts/probe.py",
                                                                                inspector))
     assert result.exit_code == 0, result.stderr
     assert inspector.error is None, f"inspecting the live container failed: {inspector.error!r}"
@@ -246,7 +246,7 @@ while len(held) < 256:  # up to 2 GiB, 8 MiB at a time, every page written
 
 def test_memory_stops_a_script_below_256_mib_by_default(docker_backend, make_skill):
     skill = make_skill({"scripts/climb.py": MEMORY_CLIMB}, name="climber")
-    result = DockerBackend(image=docker_backend.image).run(default_request(skill, "scripts/climb.py"))
+    result = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(default_request(skill, "scripts/climb.py"))
     reached = int(result.stdout.split()[-1])  # MiB the script held when it was killed
     print(f"killed holding {reached} MiB: {result.exit_code}, oom_killed={result.oom_killed}")
     assert result.oom_killed and result.exit_code == 137, result.to_dict()
@@ -284,7 +284,7 @@ def cpu_ratio(backend, skill, **limits) -> float:
 def test_two_busy_processes_share_one_cpu(docker_backend, make_skill):
     engine_cpus = docker_backend.client().info()["NCPU"]
     skill = make_skill({"scripts/burn.py": CPU_BURN}, name="burn")
-    backend = DockerBackend(image=docker_backend.image)
+    backend = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime)
     attempts = []
     # Without a second idle-enough core nothing can tell a 1-CPU limit from a busy machine: the cpus=2
     # control, run right after, has to show that two CPUs were to be had; other work may take them, so
@@ -339,7 +339,7 @@ def test_forking_stops_at_128_pids_by_default(path, docker_backend, make_skill):
     if path == "registry":  # guard=False: the guard is not the subject (the loop ends at the first refusal)
         result = registry(skill).run("forker", "scripts/fork.py", guard=False)
     else:
-        result = DockerBackend(image=docker_backend.image).run(default_request(skill, "scripts/fork.py"))
+        result = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(default_request(skill, "scripts/fork.py"))
     assert result.exit_code == 0, result.stderr
     measured = json.loads(result.stdout)
     print(f"{path}: {measured}")
@@ -364,7 +364,7 @@ def test_default_timeout_ends_a_sleeping_script_at_30_s(docker_backend, make_ski
 
     # Both default paths at once (they sleep, so running them side by side costs no CPU and half the time).
     runs = [threading.Thread(target=timed, args=("registry", lambda: registry(skill).run("sleeper", "scripts/sleep.py"))),
-            threading.Thread(target=timed, args=("request", lambda: DockerBackend(image=docker_backend.image).run(
+            threading.Thread(target=timed, args=("request", lambda: DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(
                 default_request(skill, "scripts/sleep.py"))))]
     for thread in runs:
         thread.start()
@@ -386,7 +386,7 @@ def test_default_output_cap_keeps_one_mib_of_each_stream(docker_backend, make_sk
     flood = ("import sys\nsys.stdout.write('o' * (2 * 1024 * 1024))\nsys.stdout.flush()\n"
              "sys.stderr.write('e' * (2 * 1024 * 1024))\n")
     skill = make_skill({"scripts/flood.py": flood}, name="flood")
-    result = DockerBackend(image=docker_backend.image).run(default_request(skill, "scripts/flood.py"))
+    result = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(default_request(skill, "scripts/flood.py"))
     assert result.exit_code == 0
     assert result.stdout_truncated and result.stderr_truncated
     kept = (len(re.match("o*", result.stdout).group()), len(re.match("e*", result.stderr).group()))
@@ -401,7 +401,7 @@ def test_default_stdin_cap_is_32_mib(docker_backend, make_skill):
         registry(skill, pool_size=0).run("counter", "scripts/count.py", stdin=b"x" * (STDIN_CAP + 1))
     request = default_request(skill, "scripts/count.py")
     request.stdin = b"x" * STDIN_CAP
-    result = DockerBackend(image=docker_backend.image).run(request)
+    result = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(request)
     assert result.stdout == f"{STDIN_CAP}\n", result.stderr
 
 
@@ -410,7 +410,7 @@ def test_default_artifact_caps_are_100_files_and_16_mib(docker_backend, make_ski
     big = ("import os\nfor i in range(17):\n"
            "    open(os.path.join(os.environ['IPYSKILLS_OUTPUT'], f'm{i:02}'), 'wb').write(b'm' * 1048576)\n")
     skill = make_skill({"scripts/many.py": many, "scripts/big.py": big}, name="writer")
-    backend = DockerBackend(image=docker_backend.image)
+    backend = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime)
     result = backend.run(default_request(skill, "scripts/many.py"))
     assert result.exit_code == 0, result.stderr
     assert len(result.artifacts) == ARTIFACT_FILES and result.artifacts_truncated, len(result.artifacts)

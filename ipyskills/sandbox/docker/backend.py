@@ -40,6 +40,8 @@ from ..owners import pid_alive
 from ..policy import Limits
 from ..result import Artifact, ExecuteResult, OutputBuffer, artifacts_note, printable_path
 from . import client as docker_client
+from .runtime import RUNC, Runtime, check_runtime
+from .runtime import choose as choose_runtime
 
 LABEL = "ipyskills.sandbox"
 LABEL_PID = "ipyskills.pid"
@@ -59,6 +61,8 @@ DEADLINE_GRACE = 2.0  # the launcher ends a run this long after the host's timeo
 ENGINE_GRACE = 30.0  # seconds past its timeout by which a run's engine calls must be done (see run())
 UNREPORTED_WAIT = 10.0  # seconds to wait for a container whose launcher never reported to be gone
 REMOVING_WAIT = 5.0  # seconds to wait for a container the engine is already removing to be gone
+GVISOR_THREADS = 256  # host threads gVisor's sentry and gofer may use beyond the script's pids (measured: 400
+# guest processes fit in a 512 limit and not in 256)
 SHM_SIZE = 16 * 1024**2  # /dev/shm: a small noexec tmpfs (charged to the container's memory)
 SECCOMP_PROFILE = Path(__file__).parent / "seccomp.json"  # passed on every run (see the file's comment)
 _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
@@ -91,9 +95,11 @@ class DockerBackend:
     name = "docker"
 
     def __init__(self, image: str = DEFAULT_IMAGE, client=None, skill_transfer: str = "auto",
-                 pool_size: int = 0, pool_limits: Limits | None = None, pool_max: int | None = None):
+                 pool_size: int = 0, pool_limits: Limits | None = None, pool_max: int | None = None,
+                 runtime: str = "runc"):
         if skill_transfer not in ("auto", "mount", "copy"):
             raise SandboxError(f"skill_transfer must be auto, mount or copy, got {skill_transfer!r}")
+        self.runtime = check_runtime(runtime)  # "runc", "runsc" (gVisor) or "auto" (runtime.py)
         self.image = image or DEFAULT_IMAGE
         if client is not None:
             docker_client.bounded_calls(client)  # a client made elsewhere: bound its calls within runs too
@@ -165,9 +171,10 @@ class DockerBackend:
         # The ceiling of one call; run() bounds each call by the run's own deadline as well.
         client.api.timeout = max(docker_client.DEFAULT_TIMEOUT, int(limits.timeout) + 30)
         image = request.image or self.image
+        runtime = choose_runtime(client, self.runtime, limits.network)
         pool = self.pool(client, image) if self.pool_size > 0 else None
         skill_tar = None  # made before a container is taken, so a failure here leaves nothing to remove
-        use_pool = pool is not None and pool.serves(image, limits)
+        use_pool = pool is not None and pool.serves(image, limits, runtime)
         if use_pool:
             try:
                 skill_tar = cached_skill_tar(Path(request.skill_dir))
@@ -190,6 +197,7 @@ class DockerBackend:
             "inputs_tar": len(inputs_tar), "home_seed": HOME_SEED, "marker": marker,
             "artifact_cap": limits.artifact_cap, "artifact_files": limits.artifact_files,
             "deadline": limits.timeout + DEADLINE_GRACE,
+            "nproc": limits.pids if runtime.gvisor else None,
         }
         # Sent part by part: stdin (up to limits.stdin_cap) is never copied into a joined payload.
         payload = [json.dumps(job).encode() + b"\n", skill_tar, inputs_tar, request.stdin]
@@ -200,7 +208,7 @@ class DockerBackend:
             else:
                 skill_dir = None if copy else Path(request.skill_dir).resolve()
                 container_id = create_container(client, image, limits, skill_dir=skill_dir,
-                                                skill_bytes=len(skill_tar))
+                                                skill_bytes=len(skill_tar), runtime=runtime)
                 sock, started = start_attached(client, container_id), time.monotonic()
             result = self._exchange(client, container_id, sock, payload, marker.encode(), limits, started,
                                     request)
@@ -210,7 +218,7 @@ class DockerBackend:
                 removed = _remove(client, container_id)  # interrupted or failed: remove now, before anything else
             if isinstance(exc, RunInterrupted):
                 exc.removed = removed
-                exc.result.isolation = isolation_line(limits, copy, pooled=warm is not None)
+                exc.result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime)
                 raise
             if isinstance(exc, KeyboardInterrupt):  # before the script's output began
                 partial = ExecuteResult(exit_code=None, stdout="", stderr="",
@@ -229,14 +237,15 @@ class DockerBackend:
         finally:
             if pool is not None:
                 pool.refill()  # after the run, so refilling does not compete with it
-        result.isolation = isolation_line(limits, copy, pooled=warm is not None)
+        result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime)
         return result
 
     def pool(self, client, image: str):
         """The warm pool for this engine and image (started lazily; see pool.py)."""
         from .pool import pool_for
 
-        return pool_for(client, image, self.pool_limits, self.pool_size, self.pool_max)
+        runtime = choose_runtime(client, self.runtime, self.pool_limits.network)
+        return pool_for(client, image, self.pool_limits, self.pool_size, self.pool_max, runtime=runtime)
 
     def _copy_skill(self, client) -> bool:
         if self.skill_transfer == "auto":
@@ -378,9 +387,11 @@ def _endpoint_of(client) -> str:
 
 
 def create_container(client, image: str, limits: Limits, *, skill_dir: Path | None = None,
-                     skill_bytes: int = 0, pooled: bool = False, idle_exit: float | None = None) -> str:
+                     skill_bytes: int = 0, pooled: bool = False, idle_exit: float | None = None,
+                     runtime: Runtime = RUNC) -> str:
     """Create (not start) a hardened sandbox container; returns its id. The skill is bind-mounted
-    read-only from `skill_dir`, or (skill_dir None) gets a tmpfs the launcher unpacks the copy into."""
+    read-only from `skill_dir`, or (skill_dir None) gets a tmpfs the launcher unpacks the copy into.
+    `runtime`: runc, or gVisor (every flag below applies inside its sandbox too)."""
     import docker.errors
     from docker.types import LogConfig, Mount
 
@@ -417,8 +428,12 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
             auto_remove=True,
             tmpfs=tmpfs, mounts=mounts or None,
             network_mode="bridge" if limits.network else "none",
-            mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
+            mem_limit=limits.memory, memswap_limit=limits.memory,
+            # gVisor: the engine's limit bounds gVisor's own threads (its sandbox dies at the limit), the
+            # launcher's RLIMIT_NPROC the script's processes; so the engine's gets room for gVisor's
+            pids_limit=limits.pids + GVISOR_THREADS if runtime.gvisor else limits.pids,
             nano_cpus=int(limits.cpus * 1e9), ipc_mode="private",
+            runtime=runtime.engine_name if runtime.gvisor else None,  # runc: the engine's default runtime
             log_config=LogConfig(type="none"),  # output is read live; the engine keeps none of it
         )
         config = api.create_container_config(
@@ -487,12 +502,15 @@ def _engine_failure(client, exc: Exception, doing: str) -> SandboxError:
                         f"({type(exc).__name__}: {detail}); try again")
 
 
-def isolation_line(limits: Limits, copy: bool, pooled: bool = False) -> str:
+def isolation_line(limits: Limits, copy: bool, pooled: bool = False, runtime: Runtime = RUNC) -> str:
     """What the run's container enforced. The same settings give the same words whether the skill was
     mounted or copied in (both are read-only to the script); a warm container only adds "(warm pool)"
-    after "docker", saying where the container came from, not what it enforced."""
+    after "docker", saying where the container came from, not what it enforced. Under gVisor the script's
+    system calls go to gVisor's kernel, and every item after it still applies inside that sandbox."""
     network = "network bridge (asked for)" if limits.network else "network none"
     where = "docker (warm pool)" if pooled else "docker"
+    if runtime.gvisor:
+        where += f", {runtime.describe()} kernel, not the host's; inside it"
     return (f"{where}: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
             f"{limits.memory // 1024**2} MiB (no swap), {limits.pids} pids, {limits.cpus:g} CPU, "
             f"/tmp noexec {limits.tmp_size // 1024**2} MiB, /dev/shm noexec {SHM_SIZE // 1024**2} MiB, "

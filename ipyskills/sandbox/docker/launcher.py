@@ -6,7 +6,7 @@ command, so it must only use the standard library of the image's Python (3.8 or 
 Protocol (host -> container, on stdin):
     one JSON line {"argv", "env", "cwd", "skill_dir", "stdin", "skill_tar", "output", "workspace",
                    "inputs_dir", "inputs_tar", "home_seed", "marker", "artifact_cap", "artifact_files",
-                   "deadline"}
+                   "deadline", "nproc"}
     then `skill_tar` bytes (a tar of the skill when it is copied instead of mounted, unpacked into
     `skill_dir`), then `inputs_tar` bytes (the staged inputs, unpacked into `inputs_dir`), then `stdin`.
     The output files are those under `output`, then those under `workspace` (the working directory) that
@@ -459,6 +459,13 @@ def main():
     env = dict(os.environ)  # the image's environment only; the host's never reaches the container
     env.update(job["env"])
     seed_home(job.get("home_seed"), env.get("HOME", "/tmp"))
+    if job.get("nproc"):
+        # Under gVisor the engine's pids limit counts gVisor's own threads, not the script's processes;
+        # gVisor keeps a process table per sandbox and enforces RLIMIT_NPROC in it (on runc this limit
+        # would count every process of uid 1000 on the host, so it is only sent for gVisor runs).
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NPROC, (int(job["nproc"]), int(job["nproc"])))
     started = time.monotonic()
     try:
         proc = subprocess.Popen(job["argv"], stdin=subprocess.PIPE, cwd=job["cwd"], env=env)

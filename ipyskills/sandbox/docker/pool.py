@@ -39,6 +39,7 @@ from ...errors import ConfigError, SandboxError
 from ..policy import Limits
 from . import backend as docker_backend  # imported first, so its atexit sweep runs after drain_all (LIFO)
 from . import client as docker_client
+from .runtime import RUNC, Runtime
 
 MAX_IDLE = 600.0  # seconds a started container may wait for its run
 IDLE_EXIT_MARGIN = 60.0  # the launcher gives up this long after the pool would have discarded it
@@ -65,11 +66,12 @@ class PoolKey:
     tmp_size: int
     network: bool
     output_size: int
+    runtime: str  # the engine's runtime name: runc, or gVisor's
 
     @classmethod
-    def of(cls, image: str, limits: Limits) -> PoolKey:
+    def of(cls, image: str, limits: Limits, runtime: Runtime = RUNC) -> PoolKey:
         return cls(image, limits.memory, limits.pids, float(limits.cpus), limits.tmp_size, limits.network,
-                   docker_backend.output_size(limits))
+                   docker_backend.output_size(limits), runtime.engine_name)
 
 
 @dataclass
@@ -95,9 +97,9 @@ class ContainerPool:
     """Up to `size` started containers for runs on `image` with limits matching `limits`."""
 
     def __init__(self, client, image: str, limits: Limits, size: int, max_idle: float = MAX_IDLE,
-                 max_size: int | None = None):
-        self.client, self.image, self.limits = client, image, limits
-        self.key = PoolKey.of(image, limits)
+                 max_size: int | None = None, runtime: Runtime = RUNC):
+        self.client, self.image, self.limits, self.runtime = client, image, limits, runtime
+        self.key = PoolKey.of(image, limits, runtime)
         self.size = _checked_size(size)
         self.max_size = max(self.size, _checked_size(MAX_SIZE if max_size is None else max_size))
         self.max_idle = max_idle
@@ -119,8 +121,8 @@ class ContainerPool:
         self._pid = os.getpid()
 
     # -- used by the backend ---------------------------------------------------------------------------
-    def serves(self, image: str, limits: Limits) -> bool:
-        return self.size > 0 and PoolKey.of(image, limits) == self.key
+    def serves(self, image: str, limits: Limits, runtime: Runtime = RUNC) -> bool:
+        return self.size > 0 and PoolKey.of(image, limits, runtime) == self.key
 
     def take(self) -> WarmContainer | None:
         """A started container, now the caller's (to run once and remove), or None when none is ready."""
@@ -293,7 +295,8 @@ class ContainerPool:
         # Bounded like a run's calls: a stuck engine must not hold a refill thread (and its slot) forever.
         with docker_client.calls_end_by(time.monotonic() + START_TIMEOUT):
             container_id = docker_backend.create_container(self.client, self.image, self.limits, pooled=True,
-                                                           idle_exit=self.max_idle + IDLE_EXIT_MARGIN)
+                                                           idle_exit=self.max_idle + IDLE_EXIT_MARGIN,
+                                                           runtime=self.runtime)
             if self._stopped:
                 docker_backend._remove(self.client, container_id)
                 return None
@@ -320,18 +323,20 @@ def _checked_size(size) -> int:
     return min(size, MAX_SIZE)
 
 
-def pool_for(client, image: str, limits: Limits, size: int, max_size: int | None = None) -> ContainerPool:
-    """The process's pool for this engine and image, made (or re-made, when the limits changed) on demand.
-    Nothing starts until the pool is warmed or refilled."""
+def pool_for(client, image: str, limits: Limits, size: int, max_size: int | None = None,
+             runtime: Runtime = RUNC) -> ContainerPool:
+    """The process's pool for this engine and image, made (or re-made, when the limits or the runtime
+    changed) on demand. Nothing starts until the pool is warmed or refilled."""
     size = _checked_size(size)
     endpoint = docker_backend._endpoint_of(client)
     with _pools_lock:
         pool = _pools.get((endpoint, image))
-        if pool is not None and (pool.key != PoolKey.of(image, limits) or pool._stopped):
+        if pool is not None and (pool.key != PoolKey.of(image, limits, runtime) or pool._stopped):
             pool.drain(wait=False)  # made for other limits: its containers would never be used
             pool = None
         if pool is None:
-            pool = _pools[(endpoint, image)] = ContainerPool(client, image, limits, size, max_size=max_size)
+            pool = _pools[(endpoint, image)] = ContainerPool(client, image, limits, size, max_size=max_size,
+                                                             runtime=runtime)
         else:
             pool.size = size
             pool.max_size = max(size, _checked_size(MAX_SIZE if max_size is None else max_size))
@@ -354,7 +359,7 @@ def warm(settings=None, wait: float = 0.0) -> ContainerPool:
         raise ConfigError("the warm pool is off (pool_size is 0): set pool_size to 1 or more "
                           "(IPYSKILLS_POOL_SIZE, or %config IPySkills.pool_size = 2)")
     backend = docker_backend.DockerBackend(image=settings.image, pool_size=settings.pool_size,
-                                           pool_max=settings.pool_max,
+                                           pool_max=settings.pool_max, runtime=settings.runtime,
                             pool_limits=Limits.from_settings(settings))
     backend.ensure_ready()
     pool = backend.pool(backend.client(), backend.image)
