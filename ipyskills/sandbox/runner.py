@@ -161,16 +161,14 @@ def same_name_requirements(reqs, backend: str, report) -> list:
 
     if not unknown_imports(reqs):
         return []
-    import sys
-
     from .provision import base_lock
     from .wheels import Target
 
     if backend == "docker":
         return verified_requirements(reqs, Target.for_image(), base_lock(), report)
-    from .provision.local_site import host_constraints
+    from .provision.local_site import host_constraints, run_interpreter
 
-    return verified_requirements(reqs, Target.for_host(sys.executable), host_constraints(), report)
+    return verified_requirements(reqs, Target.for_host(run_interpreter()), host_constraints(), report)
 
 
 def describe_origins(message: str, wanted: list, specs: list[str]) -> str:

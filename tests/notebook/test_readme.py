@@ -40,8 +40,8 @@ NOT_RUN = {
         "tests/notebook/test_nb_local_model.py runs the same script (prepare) and the same server and magics "
         "in a real kernel",
     "bash scripts/test.sh                         # everything, as CI runs it":
-        "is the test suite itself (CI runs it); the other two lines start the tests again and run the "
-        "benchmarks, which are not tests",
+        "is the test suite itself (CI runs it); the other lines start the tests again and run the "
+        "benchmarks, which are not tests (the published file tasks run in tests/published/test_real_tasks.py)",
 }
 
 

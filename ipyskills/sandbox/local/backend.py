@@ -194,7 +194,8 @@ class _Run:
 
     # -- preparation -------------------------------------------------------------------------------
     def prepare(self) -> None:
-        copy = copy_skill(self.request.skill_dir, self.skill)
+        # A run as another uid (root's case) cannot write a root-owned copy whatever its modes.
+        copy = copy_skill(self.request.skill_dir, self.skill, owner_writable=self.uid is not None)
         self.dropped = copy.dropped
         script = self.skill / self.request.script
         if not script.is_file():

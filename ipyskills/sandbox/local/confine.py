@@ -26,6 +26,9 @@ SYSTEM_READ = (
     "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf", "/etc/host.conf",
     "/etc/gai.conf", "/etc/matplotlibrc",
     "/sys/devices/system/cpu", "/dev/urandom", "/dev/random",
+    # The CPU quota, which joblib/loky (scikit-learn, pydeseq2, datamol...) reads to count CPUs after
+    # checking that the file exists: a refused open() raised PermissionError out of every joblib-parallel call.
+    "/sys/fs/cgroup/cpu.max", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us",
 )
 SYSTEM_READ_GLOBS = ("/etc/python3*",)  # Debian's sitecustomize lives there
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full")

@@ -3,6 +3,11 @@
 Regular files are copied; a symlink whose target stays inside the skill becomes a copy of that target;
 a symlink that leaves the skill (or dangles) is dropped, as are sockets, fifos and devices. Files are
 opened with O_NOFOLLOW, so a file swapped for a link during the copy is refused rather than followed.
+
+Read-only how: when the run takes another uid than the copy's owner (root's runs), by ownership: the owner
+keeps its write bit (0644/0755, like a skill copied into a Docker container, owned by root, for uid 1000),
+so a file a script copies out of the skill with `shutil.copy` (which copies the mode) is one it can then
+change. Otherwise (the run is the copy's owner), by mode: 0444/0555.
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ class CopyReport:
 
 
 class _Copier:
-    def __init__(self, root: Path, max_files: int, max_bytes: int):
+    def __init__(self, root: Path, max_files: int, max_bytes: int, owner_writable: bool = False):
         self.root = root
+        self.dir_mode, self.exec_mode, self.file_mode = (0o755, 0o755, 0o644) if owner_writable else \
+            (0o555, 0o555, 0o444)
         self.max_files = max_files
         self.max_bytes = max_bytes
         self.report = CopyReport()
@@ -43,7 +50,7 @@ class _Copier:
         with os.scandir(src) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
                 self.copy_entry(entry.path, os.path.join(dst, entry.name), rel + entry.name, seen)
-        os.chmod(dst, 0o555)
+        os.chmod(dst, self.dir_mode)
 
     def copy_entry(self, src: str, dst: str, rel: str, seen: frozenset) -> None:
         st = os.lstat(src)
@@ -73,7 +80,7 @@ class _Copier:
             fd_in = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
             raise SandboxError(f"cannot copy {rel!r} from the skill: {exc.strerror}") from None
-        mode = 0o555 if st.st_mode & 0o111 else 0o444
+        mode = self.exec_mode if st.st_mode & 0o111 else self.file_mode
         try:
             if not stat.S_ISREG(os.fstat(fd_in).st_mode):
                 self.report.dropped.append(rel)
@@ -95,11 +102,13 @@ class _Copier:
         os.chmod(dst, mode)
 
 
-def copy_skill(src: Path, dst: Path, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> CopyReport:
-    """Copy the skill at `src` into the new folder `dst` (which must not exist); everything read-only."""
+def copy_skill(src: Path, dst: Path, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES,
+               owner_writable: bool = False) -> CopyReport:
+    """Copy the skill at `src` into the new folder `dst` (which must not exist); everything read-only to a
+    run: `owner_writable` only when the run's uid is not the copy's owner (see the module docstring)."""
     root = Path(os.path.realpath(src))
     if not root.is_dir():
         raise SandboxError(f"skill folder {str(src)!r} does not exist or is not a folder")
-    copier = _Copier(root, max_files, max_bytes)
+    copier = _Copier(root, max_files, max_bytes, owner_writable)
     copier.copy_dir(str(root), str(dst), "", frozenset({str(root)}))
     return copier.report

@@ -26,10 +26,11 @@ import hashlib
 import json
 import os
 import re
-import sys
+import shutil
+import stat
+import subprocess
 import tempfile
 import threading
-from importlib import metadata
 from pathlib import Path
 
 from ...errors import SandboxError
@@ -49,14 +50,83 @@ def cache_root() -> Path:
     return cache_base() / "sites"
 
 
-def present_distributions() -> dict[str, str]:
-    """normalised name -> version of what this Python can import now."""
+def run_interpreter() -> str:
+    """The Python a local run starts: this process's interpreter, or the system python3 where the run's user
+    cannot execute it (as root a run takes a fresh uid, and an interpreter under /root, a pyenv's say, is out
+    of its reach; the run helper then falls back, see LocalBackend.python_fallback). Provisioning resolves
+    for this interpreter and against its packages, not necessarily this process's."""
+    from ..local.backend import SYSTEM_PATH, _python
+
+    exe = _python()
+    if os.geteuid() != 0 or _others_can_run(exe):
+        return exe
+    return shutil.which("python3", path=SYSTEM_PATH) or exe
+
+
+def _others_can_run(path: str) -> bool:
+    """Whether a user that is neither the owner nor in the group can execute `path`: every folder on the way
+    (before and after resolving links) searchable by others, and the file executable by them."""
+    real = os.path.realpath(path)
+    try:
+        for start in {os.path.dirname(os.path.abspath(path)), os.path.dirname(real)}:
+            folder = start
+            while True:
+                if not os.stat(folder).st_mode & stat.S_IXOTH:
+                    return False
+                parent = os.path.dirname(folder)
+                if parent == folder:
+                    break
+                folder = parent
+        return bool(os.stat(real).st_mode & stat.S_IXOTH)
+    except OSError:
+        return False
+
+
+# What the interpreter of a run imports, asked of it the way the run starts it: isolated (-I), so neither
+# this process's PYTHONPATH nor a user site-packages counts, since a run's environment has neither.
+_PRESENT = ("import importlib.metadata as m, json, sys\n"
+            "found = {}\n"
+            "for d in m.distributions():\n"
+            "    name = d.metadata.get('Name')\n"
+            "    if name:\n"
+            "        found.setdefault(name, d.version)\n"
+            "print(json.dumps({'path': sys.path, 'found': found, 'version': sys.version}))\n")
+_present_cache: dict[str, tuple[tuple, dict[str, str], str]] = {}
+
+
+def present_distributions(python: str | None = None) -> dict[str, str]:
+    """normalised name -> version of what a local run's interpreter (`run_interpreter()` by default) can
+    import. Asked once per interpreter and process, and again when one of its import folders changes."""
+    return _present(python or run_interpreter())[0]
+
+
+def _present(python: str) -> tuple[dict[str, str], str]:
+    """(present_distributions, sys.version) of `python`."""
+    cached = _present_cache.get(python)
+    if cached is not None and cached[0] == _signature(cached[0]):
+        return cached[1], cached[2]
+    try:
+        out = subprocess.run([python, "-I", "-c", _PRESENT], capture_output=True, text=True, timeout=60,
+                             check=True, env={"PATH": os.environ.get("PATH", ""), "LC_ALL": "C.UTF-8"})
+        data = json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise SandboxError(f"cannot ask the Python interpreter {python} what it has installed: {exc}") from None
     found: dict[str, str] = {}
-    for dist in metadata.distributions():
-        name = dist.metadata.get("Name")
-        if name:
-            found.setdefault(normalize(name), dist.version)
-    return found
+    for name, version in data["found"].items():
+        found.setdefault(normalize(name), version)
+    _present_cache[python] = (_signature(tuple((p, None) for p in data["path"] if p)), found, data["version"])
+    return found, data["version"]
+
+
+def _signature(entries: tuple) -> tuple:
+    """(folder, mtime) of each import folder: an install or removal there changes its folder's mtime."""
+    out = []
+    for folder, _ in entries:
+        try:
+            out.append((folder, os.stat(folder).st_mtime_ns))
+        except OSError:
+            out.append((folder, None))
+    return tuple(out)
 
 
 def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _quiet,
@@ -64,9 +134,10 @@ def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _q
     """The folder for `specs` (made now when missing). `sdist_image`: the allow_sdist opt-in; a
     distribution without a wheel is built from its sdist in a throwaway container of that image (so it
     needs a Docker engine even on the local backend: the build code never runs on this machine)."""
-    present = present_distributions()
-    constraints = "".join(f"{name}=={version}\n" for name, version in sorted(present.items()))
-    key = hashlib.sha256(json.dumps([sys.executable, sys.version, constraints, index_fingerprint(),
+    python = run_interpreter()
+    present, version = _present(python)
+    constraints = "".join(f"{name}=={v}\n" for name, v in sorted(present.items()))
+    key = hashlib.sha256(json.dumps([python, version, constraints, index_fingerprint(),
                                      sorted(set(specs))]).encode())
     site = cache_root() / key.hexdigest()[:16]
     with _lock:
@@ -83,7 +154,7 @@ def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _q
             return Provisioned(installed=done, site=str(site) if done else "", built=False, verified=checked)
         with scratch_dir("built") as built:
             made = _provision(site, specs, constraints, present, reasons, progress,
-                              (built, sdist_image) if sdist_image else None, budget or Budget())
+                              (built, sdist_image) if sdist_image else None, budget or Budget(), python)
             made.verified = bool(made.site) and not runs_cannot_write()
             return made
 
@@ -176,10 +247,12 @@ def _read_marker(site: Path) -> list[str] | None:
         return None
 
 
-def _provision(site: Path, specs, constraints, present, reasons, progress, sdists, budget) -> Provisioned:
-    """`sdists`: (folder for built wheels, image to build in), or None for wheels from the index only."""
+def _provision(site: Path, specs, constraints, present, reasons, progress, sdists, budget,
+               python: str) -> Provisioned:
+    """`sdists`: (folder for built wheels, image to build in), or None for wheels from the index only.
+    `python`: the interpreter the runs start, which the wheels are for."""
     timer = Timer()
-    target = Target.for_host(sys.executable)
+    target = Target.for_host(python)
     progress(f"dependencies: resolving {len(specs)} requirement(s) for this Python "
              f"({target.python_version}), wheels only{' (sdists built in a container)' if sdists else ''}: "
              f"{', '.join(specs)}")
@@ -228,7 +301,7 @@ def _provision(site: Path, specs, constraints, present, reasons, progress, sdist
 
 
 def host_constraints() -> str:
-    """What this Python has, as constraints uv can resolve against (see `_installable`)."""
+    """What a local run's Python has, as constraints uv can resolve against (see `_installable`)."""
     present = present_distributions()
     return _installable("".join(f"{name}=={version}\n" for name, version in sorted(present.items())))
 
