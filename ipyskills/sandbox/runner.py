@@ -148,11 +148,67 @@ def provision(impl, request: RunRequest, progress=None):
         wanted += same_name_requirements(reqs, impl.name, report)
     if not wanted:
         return None
-    specs = sorted({r.spec for r in wanted})
-    try:
-        return _provision_on(impl, request, wanted, specs, report)
-    except ProvisionError as exc:  # say which of the skill's requirements asked for it
-        raise ProvisionError(f"{exc} [{describe_origins(str(exc), wanted, specs)}]") from None
+    skipped = [r for r in wanted if _skippable(r) and _normal(r.name) in _not_on_index]
+    wanted = [r for r in wanted if r not in skipped]
+    for _ in range(MAX_SKIPPED):
+        if not wanted:
+            return _with_skipped(None, skipped)
+        specs = sorted({r.spec for r in wanted})
+        try:
+            return _with_skipped(_provision_on(impl, request, wanted, specs, report), skipped)
+        except ProvisionError as exc:  # say which of the skill's requirements asked for it
+            absent = _absent_name(str(exc))
+            loose = [r for r in wanted if absent and _normal(r.name) == absent and _skippable(r)]
+            if not loose:
+                raise ProvisionError(f"{exc} [{describe_origins(str(exc), wanted, specs)}]") from None
+            _not_on_index.add(absent)
+            for r in loose:
+                report(f"dependencies: skipping {r.name} ({_origin(r)}): no distribution of that name is on the "
+                       "package index; the rest is installed, and a script that imports it will say so")
+            skipped += loose
+            wanted = [r for r in wanted if r not in loose]
+    raise ProvisionError(f"more than {MAX_SKIPPED} of the skill's requirements are not on the package index "
+                         f"({', '.join(r.name for r in skipped)}): check the index (UV_INDEX_URL)")
+
+
+# An install line in SKILL.md's prose, or a distribution inferred from an import, that names nothing on the
+# index is skipped (with a notice) rather than failing the run: published skills carry stale lines
+# (`pip install spykingcircus`, a name PyPI does not have, blocked every script of one skill). A
+# requirements file, pyproject or PEP 723 block is a declaration, and a name missing there stays an error.
+MAX_SKIPPED = 5
+_SKIPPABLE_SOURCES = ("skill-md", "import")
+_not_on_index: set[str] = set()  # normalised names the index did not have, this process
+
+
+def _skippable(req) -> bool:
+    return req.source in _SKIPPABLE_SOURCES
+
+
+def _normal(name: str) -> str:
+    from .wheels import normalize
+
+    return normalize(name)
+
+
+def _origin(req) -> str:
+    return f"import in {req.file}:{req.line}" if req.source == "import" else f"{req.file}:{req.line}"
+
+
+def _absent_name(message: str) -> str:
+    m = re.search(r"there is no distribution named '([^']+)' on the package index", message)
+    return _normal(m.group(1)) if m else ""
+
+
+def _with_skipped(done, skipped: list):
+    """`done` (maybe shared by a cache) with the skipped requirements, so every run's notice says so."""
+    if not skipped:
+        return done
+    from dataclasses import replace
+
+    from .provision import Provisioned
+
+    names = [f"{r.name} ({_origin(r)})" for r in skipped]
+    return replace(done, skipped=names) if done is not None else Provisioned(skipped=names)
 
 
 def same_name_requirements(reqs, backend: str, report) -> list:

@@ -40,11 +40,17 @@ class Provisioned:
     reasons: list[str] = field(default_factory=list)  # one per requirement: "pypdf (requirements.txt:2)"
     replaced: list[str] = field(default_factory=list)  # docker: "name old → new" of the image's own packages
     verified: bool = False  # local: the folder's files were checked against their RECORD hashes before use
+    skipped: list[str] = field(default_factory=list)  # "name (SKILL.md:12)": loose lines the index lacks
 
     def notice(self) -> str:
-        """The one line a result carries when this run installed something."""
+        """The line a result carries when this run installed something or skipped a requirement."""
+        skipped = (f"dependencies: skipped {', '.join(self.skipped)}: not on the package index"
+                   if self.skipped else "")
         if not self.built or not self.installed:
-            return ""
+            return skipped
+        return "; ".join(p for p in (self._installed(), skipped) if p)
+
+    def _installed(self) -> str:
         where = f"image {self.image}" if self.image else f"{self.site}"
         names = ", ".join(self.installed[:8]) + (f" and {len(self.installed) - 8} more"
                                                   if len(self.installed) > 8 else "")
