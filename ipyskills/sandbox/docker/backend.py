@@ -61,6 +61,10 @@ DEADLINE_GRACE = 2.0  # the launcher ends a run this long after the host's timeo
 ENGINE_GRACE = 30.0  # seconds past its timeout by which a run's engine calls must be done (see run())
 UNREPORTED_WAIT = 10.0  # seconds to wait for a container whose launcher never reported to be gone
 REMOVING_WAIT = 5.0  # seconds to wait for a container the engine is already removing to be gone
+# What does not hold the same way under gVisor (measured; the README's gVisor table), said on every such run.
+GVISOR_CAVEATS = ("; not the same under gVisor: pids held by RLIMIT_NPROC inside gVisor, a memory overrun ends "
+                  "the script (exit 1) without being reported as out of memory, the CPU limit is not seen "
+                  "from inside (busy processes measured up to 1.65 CPUs)")
 GVISOR_SETTLE = 5.0  # seconds a finished gVisor container gets to go by itself before it is forced
 GVISOR_THREADS = 256  # host threads gVisor's sentry and gofer may use beyond the script's pids (measured: 400
 # guest processes fit in a 512 limit and not in 256)
@@ -517,7 +521,8 @@ def isolation_line(limits: Limits, copy: bool, pooled: bool = False, runtime: Ru
             f"/tmp noexec {limits.tmp_size // 1024**2} MiB, /dev/shm noexec {SHM_SIZE // 1024**2} MiB, "
             f"seccomp ipyskills profile, ends itself {DEADLINE_GRACE:g} s after the timeout, "
             f"skill read-only at {WORKDIR}, workspace {WORKSPACE} "
-            f"{limits.workspace_size // 1024**2} MiB (working directory)")
+            f"{limits.workspace_size // 1024**2} MiB (working directory)"
+            + (GVISOR_CAVEATS if runtime.gvisor else ""))
 
 
 def output_size(limits: Limits) -> int:
