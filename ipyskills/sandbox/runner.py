@@ -140,7 +140,7 @@ def provision(impl, request: RunRequest, progress=None):
     reqs = request.requirements
     if reqs is None or request.deps == "off":
         return None
-    from .provision import wanted_requirements
+    from .provision import reasons_for, wanted_requirements
 
     report = progress or (lambda _line: None)
     wanted = wanted_requirements(reqs, request.deps, impl.name)
@@ -148,7 +148,7 @@ def provision(impl, request: RunRequest, progress=None):
         wanted += same_name_requirements(reqs, impl.name, report)
     if not wanted:
         return None
-    skipped = [r for r in wanted if _skippable(r) and _normal(r.name) in _not_on_index]
+    skipped = [r for r in wanted if _skippable(r) and r.key in _not_on_index]
     wanted = [r for r in wanted if r not in skipped]
     for _ in range(MAX_SKIPPED):
         if not wanted:
@@ -157,14 +157,16 @@ def provision(impl, request: RunRequest, progress=None):
         try:
             return _with_skipped(_provision_on(impl, request, wanted, specs, report), skipped)
         except ProvisionError as exc:  # say which of the skill's requirements asked for it
-            absent = _absent_name(str(exc))
-            loose = [r for r in wanted if absent and _normal(r.name) == absent and _skippable(r)]
+            from .wheels import NotOnIndex, normalize
+
+            absent = normalize(exc.name) if isinstance(exc, NotOnIndex) else ""
+            loose = [r for r in wanted if r.key == absent and _skippable(r)]
             if not loose:
                 raise ProvisionError(f"{exc} [{describe_origins(str(exc), wanted, specs)}]") from None
             _not_on_index.add(absent)
-            for r in loose:
-                report(f"dependencies: skipping {r.name} ({_origin(r)}): no distribution of that name is on the "
-                       "package index; the rest is installed, and a script that imports it will say so")
+            for reason in reasons_for(loose):
+                report(f"dependencies: skipping {reason}: no distribution of that name is on the package "
+                       "index; the rest is installed, and a script that imports it will say so")
             skipped += loose
             wanted = [r for r in wanted if r not in loose]
     raise ProvisionError(f"more than {MAX_SKIPPED} of the skill's requirements are not on the package index "
@@ -184,30 +186,15 @@ def _skippable(req) -> bool:
     return req.source in _SKIPPABLE_SOURCES
 
 
-def _normal(name: str) -> str:
-    from .wheels import normalize
-
-    return normalize(name)
-
-
-def _origin(req) -> str:
-    return f"import in {req.file}:{req.line}" if req.source == "import" else f"{req.file}:{req.line}"
-
-
-def _absent_name(message: str) -> str:
-    m = re.search(r"there is no distribution named '([^']+)' on the package index", message)
-    return _normal(m.group(1)) if m else ""
-
-
 def _with_skipped(done, skipped: list):
     """`done` (maybe shared by a cache) with the skipped requirements, so every run's notice says so."""
     if not skipped:
         return done
     from dataclasses import replace
 
-    from .provision import Provisioned
+    from .provision import Provisioned, reasons_for
 
-    names = [f"{r.name} ({_origin(r)})" for r in skipped]
+    names = reasons_for(skipped)  # file names shown escaped: a skill names its own files
     return replace(done, skipped=names) if done is not None else Provisioned(skipped=names)
 
 

@@ -150,8 +150,7 @@ def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log
             f"(stopped after {UV_TIMEOUT / 60:.0f} min)")
         code, lines = _run_uv(cmd, tmp, log, "resolving")
         if code != 0:
-            message, no_wheel = _compile_error(lines, specs, target, code, pinned=lock_names(constraints))
-            raise NoWheel(message, no_wheel) if no_wheel else ProvisionError(message)
+            raise _compile_error(lines, specs, target, code, pinned=lock_names(constraints))
         lock = Path(tmp, "requirements.lock").read_text()
     return lock
 
@@ -393,9 +392,18 @@ class NoWheel(ProvisionError):
         self.name = name
 
 
+class NotOnIndex(ProvisionError):
+    """The index has no distribution of that name; `name` is the one uv named."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+
 def _compile_error(lines: list[str], specs: list[str], target: Target, code: int,
-                   pinned: dict[str, str] | None = None) -> tuple[str, str]:
-    """(message, name of the distribution without a wheel, or ''). `pinned`: the constraints' versions."""
+                   pinned: dict[str, str] | None = None) -> ProvisionError:
+    """The error to raise: NoWheel or NotOnIndex (each naming the distribution uv named), or a plain
+    ProvisionError. `pinned`: the constraints' versions."""
     text = "\n".join(lines)
     wanted = ", ".join(specs)
     # uv says "has no usable wheels" about old versions too when the new ones (which have wheels) clash
@@ -403,8 +411,9 @@ def _compile_error(lines: list[str], specs: list[str], target: Target, code: int
     clash = [f"{name}=={version}" for name, version in (pinned or {}).items()
              if re.search(rf"(?<![\w.-]){re.escape(name)}=={re.escape(version)}(?![\w.])", text, re.IGNORECASE)]
     if clash and "depends on" in text and "No solution found" in text:
-        return (f"the requirements cannot be satisfied together ({wanted}) with what is already pinned "
-                f"({', '.join(clash)}): {_causes(lines)}. Loosen or change the pins that conflict"), ""
+        return ProvisionError(f"the requirements cannot be satisfied together ({wanted}) with what is already "
+                              f"pinned ({', '.join(clash)}): {_causes(lines)}. Loosen or change the pins that "
+                              "conflict")
     if any(m in text for m in _NET_MARKERS) or "not found in the cache" in text:
         where = ""
         m = re.search(r"Failed to fetch: (\S+)", text)
@@ -413,7 +422,7 @@ def _compile_error(lines: list[str], specs: list[str], target: Target, code: int
         offline = "network was disabled" in text or "not found in the cache" in text
         reason = ("uv is offline and its cache does not hold them" if offline
                   else f"no package index could be reached{where}")
-        return f"cannot resolve {wanted}: {reason}; {_index_hint()}, then try again", ""
+        return ProvisionError(f"cannot resolve {wanted}: {reason}; {_index_hint()}, then try again")
     # the deepest culprit first ("Because deeptoolsintervals>=0.1.8 has no usable wheels and deeptools
     # depends on it"), then uv's hint, which names what was asked for
     m = re.search(r"Because (?:all versions of )?([A-Za-z0-9][A-Za-z0-9._-]*)\S* (?:has|have) no usable wheels",
@@ -421,23 +430,24 @@ def _compile_error(lines: list[str], specs: list[str], target: Target, code: int
     abi = re.search(r"only found wheels for `([^`]+)`[^\n]*with the following (Python ABI|platform) tags", text)
     if m or abi or "have no usable wheels" in text:
         name = (m or abi).group(1) if (m or abi) else _first_name(text) or wanted
-        return (f"{name} has no wheel for {target.describe()} that fits {wanted} (only a source distribution, "
-                f"or wheels for other Pythons/platforms), and building from source is turned off. Pin a version of {name} that publishes a wheel for this "
-                f"target, pick another package, or {OPT_IN}. uv: {_causes(lines, 300)}"), name
+        return NoWheel(f"{name} has no wheel for {target.describe()} that fits {wanted} (only a source "
+                       f"distribution, or wheels for other Pythons/platforms), and building from source is turned "
+                       f"off. Pin a version of {name} that publishes a wheel for this target, pick another "
+                       f"package, or {OPT_IN}. uv: {_causes(lines, 300)}", name)
     m = re.search(r"Because (\S+) was not found in the package registry", text) or \
         re.search(r"Because (\S+) was not found in the provided package locations", text) or \
         re.search(r"No matching distribution found for (\S+)", text)
     if m:
         name = m.group(1)
-        return (f"there is no distribution named {name!r} on the package index: check the spelling (the "
-                f"name as on pypi.org, e.g. `beautifulsoup4` for bs4, `pyyaml` for yaml) or configure the index "
-                f"that has it (UV_INDEX_URL)"), ""
+        return NotOnIndex(f"there is no distribution named {name!r} on the package index: check the spelling "
+                          f"(the name as on pypi.org, e.g. `beautifulsoup4` for bs4, `pyyaml` for yaml) or "
+                          f"configure the index that has it (UV_INDEX_URL)", name)
     if "No solution found" in text:
-        return (f"the requirements cannot be satisfied together ({wanted}): {_causes(lines)}. Loosen or "
-                f"change the pins that conflict"), ""
+        return ProvisionError(f"the requirements cannot be satisfied together ({wanted}): {_causes(lines)}. "
+                              "Loosen or change the pins that conflict")
     if any("Couldn't parse" in ln or "Unexpected" in ln or "expected" in ln for ln in lines):
-        return f"a requirement could not be parsed ({wanted}): {_causes(lines) or _short(text)}", ""
-    return f"uv could not resolve {wanted} (exit {code}): {_short(' '.join(lines[-6:]), 600)}", ""
+        return ProvisionError(f"a requirement could not be parsed ({wanted}): {_causes(lines) or _short(text)}")
+    return ProvisionError(f"uv could not resolve {wanted} (exit {code}): {_short(' '.join(lines[-6:]), 600)}")
 
 
 def _first_name(text: str) -> str:

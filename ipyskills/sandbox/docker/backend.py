@@ -40,7 +40,8 @@ from ..owners import pid_alive
 from ..policy import Limits
 from ..result import Artifact, ExecuteResult, OutputBuffer, artifacts_note, printable_path
 from . import client as docker_client
-from .runtime import RUNC, Runtime, check_runtime
+from ...settings import check_runtime
+from .runtime import RUNC, Runtime
 from .runtime import choose as choose_runtime
 
 LABEL = "ipyskills.sandbox"
@@ -919,8 +920,7 @@ def _remove_queued() -> None:
         client, container_id, settle = _removals.get()
         try:
             if settle and _went_by_itself(client, container_id, settle):
-                with _live_lock:
-                    _live.pop(container_id, None)
+                _forget(container_id)
                 continue
             _remove(client, container_id)  # engine errors leave it to the atexit sweep and `sandbox cleanup`
         finally:

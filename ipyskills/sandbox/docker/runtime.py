@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import SandboxError
-from ...settings import RUNTIMES, check_runtime  # noqa: F401 - RUNTIMES is part of this module's story
+from ...settings import check_runtime
 GVISOR_RUNTIME = "ipyskills-runsc"  # the runtime name registered in daemon.json
 GVISOR_ARGS = ("--network=none", "--platform=systrap")
 DAEMON_JSON = Path("/etc/docker/daemon.json")
@@ -180,20 +180,22 @@ def _reload_engine(client) -> None:
 
 def trial_run(client, log=print) -> str:
     """One sandbox run under gVisor; returns its isolation line, or raises saying what failed."""
-    import tempfile
-
     from ..policy import Limits
     from ..runner import RunRequest
+    from ..scratch import make_scratch_dir, remove_tree
     from .backend import DockerBackend
 
-    with tempfile.TemporaryDirectory(prefix="ipyskills-gvisor-check-") as folder:
-        script = Path(folder) / "check.py"
+    folder = make_scratch_dir("gvisor-check")
+    try:
+        script = folder / "check.py"
         script.write_text("import os, platform\nprint('kernel', platform.release(), 'uid', os.getuid())\n")
         os.chmod(folder, 0o755)
         os.chmod(script, 0o644)
-        request = RunRequest(skill_name="gvisor check", skill_dir=Path(folder), script="check.py", args=[],
+        request = RunRequest(skill_name="gvisor check", skill_dir=folder, script="check.py", args=[],
                              limits=Limits(timeout=60))
         result = DockerBackend(client=client, runtime="runsc").run(request)
+    finally:
+        remove_tree(folder)
     if result.exit_code != 0:
         raise SandboxError(f"the trial run under gVisor failed (exit {result.exit_code}): "
                            f"{result.stderr.strip()[-500:]}")
