@@ -49,6 +49,7 @@ class Settings:
     allow_sdist: bool = True  # build a package that has no wheel from its sdist, in a network-off container
     deps_max_count: int = 100  # distributions one provisioning may add
     deps_max_size: int = 2 * 1024**3  # their total download size (a size like 2g)
+    gpu_wheels: bool = False  # accept CUDA builds (PyPI's torch) though the sandbox has no GPU: they run on CPU
     runtime: str = "runc"  # Docker runs: runc, runsc (gVisor) or auto (gVisor when the engine offers it)
 
     def __post_init__(self):

@@ -290,7 +290,8 @@ class SkillRegistry:
     def _deps_budget(self):
         from ..sandbox.provision.budget import Budget
 
-        return Budget(max_count=self.settings.deps_max_count, max_bytes=self.settings.deps_max_size)
+        return Budget(max_count=self.settings.deps_max_count, max_bytes=self.settings.deps_max_size,
+                      allow_gpu=self.settings.gpu_wheels)
 
     def install_requirements(self, name: str, *, backend: str | None = None, deps: str | None = None,
                              progress=None):

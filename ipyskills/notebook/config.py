@@ -39,6 +39,7 @@ TRAIT_FIELDS = {
     "allow_sdist": "allow_sdist",
     "deps_max_count": "deps_max_count",
     "deps_max_size": "deps_max_size",
+    "gpu_wheels": "gpu_wheels",
     "runtime": "runtime",
 }
 
@@ -98,6 +99,10 @@ class IPySkillsConfig(Configurable):
     deps_max_size = Union([Int(), Unicode()], default_value=_DEFAULTS.deps_max_size,
                           help="The total download size one provisioning may add (bytes, or e.g. 2g); more "
                                "is refused before anything is downloaded.").tag(config=True)
+    gpu_wheels = Bool(_DEFAULTS.gpu_wheels,
+                      help="Accept CUDA builds (PyPI's torch with its nvidia-* wheels, several GB) although "
+                           "the sandbox has no GPU; they run on the CPU. Off: torch comes from PyTorch's CPU "
+                           "index when it answers, else the run is refused with what to do.").tag(config=True)
     authoring_root = Unicode("./skills", help="Where %%skill writes a skill that does not exist yet."
                              ).tag(config=True)
     table_rows = Int(50, help="Catalog rows shown before the table says 'showing N of M'.").tag(config=True)

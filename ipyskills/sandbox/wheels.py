@@ -68,6 +68,7 @@ class Target:
     python_version: str = IMAGE_PYTHON_VERSION
     platform: str | None = "x86_64-manylinux_2_36"
     interpreter: str | None = None
+    torch_backend: str | None = None  # "cpu": the torch family from PyTorch's CPU index (provision.gpu)
 
     @classmethod
     def for_image(cls) -> Target:
@@ -96,11 +97,12 @@ class Target:
         return f"CPython {self.python_version} on {self.platform}"
 
     def uv_args(self) -> list[str]:
+        torch = ["--torch-backend", self.torch_backend] if self.torch_backend else []
         if self.platform is None:
-            return ["--python", self.interpreter or sys.executable]
+            return ["--python", self.interpreter or sys.executable, *torch]
         # any local interpreter runs uv's side; the tags and markers come from these two options
         return ["--python", sys.executable, "--python-version", self.python_version,
-                "--python-platform", self.platform]
+                "--python-platform", self.platform, *torch]
 
 
 def uv_bin() -> str:
@@ -121,20 +123,22 @@ def uv_bin() -> str:
 
 
 def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log: Log = print,
-                 find_links: str | None = None, cache_dir: str | None = None, preferences: str = "") -> str:
+                 find_links: str | None = None, cache_dir: str | None = None, preferences: str = "",
+                 along: list[str] = ()) -> str:
     """Resolve `specs` (PEP 508 strings) to a lock text: one `name==version \\ --hash=sha256:...` entry per
     distribution, wheels only. `constraints` is the text of a constraints file (e.g. the base image's lock)
     that pins what is already there; `preferences` a lock whose versions uv keeps unless the specs need
     others (it is given as uv's existing output file); `find_links` a folder of extra wheels (built from
-    sdists). Raises
+    sdists); `along` requirements resolved with `specs` but not named in messages (the image's own). Raises
     ProvisionError saying what to do for a distribution that does not exist, one without a wheel for the
     target (NoWheel), a resolver conflict, or no reachable index. Leaves no temp files behind."""
     specs = safe_specs(specs)
     if not specs:
         return ""
+    along = [spec for spec in safe_specs(list(along)) if spec not in specs]
     constraints = safe_constraints(constraints)
     with scratch_dir("uv") as tmp:
-        Path(tmp, "requirements.in").write_text("\n".join(specs) + "\n")
+        Path(tmp, "requirements.in").write_text("\n".join([*along, *specs]) + "\n")
         if preferences.strip():
             Path(tmp, "requirements.lock").write_text(safe_constraints(preferences))
         cmd = [uv_bin(), "pip", "compile", "requirements.in", "-o", "requirements.lock", "--generate-hashes",
@@ -146,7 +150,8 @@ def compile_lock(specs: list[str], target: Target, *, constraints: str = "", log
             cmd += ["-c", "constraints.txt"]
         if cache_dir:
             cmd += ["--cache-dir", cache_dir]
-        log(f"resolving {len(specs)} requirement(s) for {target.describe()} with uv "
+        together = f" with the image's {len(along)}" if along else ""
+        log(f"resolving {len(specs)} requirement(s){together} for {target.describe()} with uv "
             f"(stopped after {UV_TIMEOUT / 60:.0f} min)")
         code, lines = _run_uv(cmd, tmp, log, "resolving")
         if code != 0:
@@ -385,11 +390,13 @@ OPT_IN = ("let it be built from its source distribution in a throwaway network-o
 
 
 class NoWheel(ProvisionError):
-    """A distribution has no wheel for the target; `name` is the one uv named."""
+    """A distribution has no wheel for the target; `name` is the one uv named, `specifier` the versions
+    uv looked for ("<=0.23.0" when a dependency asks for an old release), "" when uv said none."""
 
-    def __init__(self, message: str, name: str):
+    def __init__(self, message: str, name: str, specifier: str = ""):
         super().__init__(message)
         self.name = name
+        self.specifier = specifier
 
 
 class NotOnIndex(ProvisionError):
@@ -425,15 +432,16 @@ def _compile_error(lines: list[str], specs: list[str], target: Target, code: int
         return ProvisionError(f"cannot resolve {wanted}: {reason}; {_index_hint()}, then try again")
     # the deepest culprit first ("Because deeptoolsintervals>=0.1.8 has no usable wheels and deeptools
     # depends on it"), then uv's hint, which names what was asked for
-    m = re.search(r"Because (?:all versions of )?([A-Za-z0-9][A-Za-z0-9._-]*)\S* (?:has|have) no usable wheels",
-                  text) or re.search(r"Wheels are required for `([^`]+)`", text)
+    m = re.search(r"Because (?:all versions of )?([A-Za-z0-9][A-Za-z0-9._-]*)(\S*) (?:has|have) no usable wheels",
+                  text) or re.search(r"Wheels are required for `([^`]+)`()", text)
     abi = re.search(r"only found wheels for `([^`]+)`[^\n]*with the following (Python ABI|platform) tags", text)
     if m or abi or "have no usable wheels" in text:
         name = (m or abi).group(1) if (m or abi) else _first_name(text) or wanted
         return NoWheel(f"{name} has no wheel for {target.describe()} that fits {wanted} (only a source "
                        f"distribution, or wheels for other Pythons/platforms), and building from source is turned "
                        f"off. Pin a version of {name} that publishes a wheel for this target, pick another "
-                       f"package, or {OPT_IN}. uv: {_causes(lines, 300)}", name)
+                       f"package, or {OPT_IN}. uv: {_causes(lines, 300)}", name,
+                       specifier=m.group(2) if m and m.group(2) else "")
     m = re.search(r"Because (\S+) was not found in the package registry", text) or \
         re.search(r"Because (\S+) was not found in the provided package locations", text) or \
         re.search(r"No matching distribution found for (\S+)", text)

@@ -61,6 +61,10 @@ class Provisioned:
                 f"{offline}")
 
 
+# Part of every provisioning's cache key: bumped when the same requirements resolve to other sets than
+# before (2: the image's versions are preferences, undeclared dependencies are added, torch's CPU builds),
+# so an image or folder made the old way is not reused for them.
+RESOLVE_POLICY = 2
 BASE_LOCK = Path(__file__).parent.parent / "docker" / "images" / "base.lock"
 
 

@@ -1,9 +1,10 @@
 """What one provisioning may bring in: a cap on the number of distributions and on their download size,
 checked after resolving and before anything is downloaded, and a clear word about GPU builds.
 
-A bare `import torch` resolves to the CUDA build with about twenty `nvidia-*` wheels, several GB, for a
-sandbox that has no GPU. That is refused with its size and what to do (configure the project's CPU-only
-wheel index, as an extra index, or declare a CPU build), never downloaded by surprise.
+A bare `import torch` resolves on PyPI to the CUDA build with about twenty `nvidia-*` wheels, several GB,
+for a sandbox that has no GPU. Provisioning first tries PyTorch's CPU builds instead (provision.gpu);
+what still holds CUDA wheels is refused with its size and what to do, never downloaded by surprise,
+unless the budget accepts GPU builds (setting gpu_wheels).
 
 Sizes come from the index's JSON simple API (PEP 691 with the PEP 700 `size` field), one request per new
 distribution, several at a time; an index that does not give them is not size-checked, and the progress
@@ -22,8 +23,6 @@ from dataclasses import dataclass
 
 from ...errors import ProvisionError
 
-# Distributions that exist only to carry CUDA libraries (what a GPU build of torch, jax or cupy pulls in).
-_GPU_ONLY = re.compile(r"^(nvidia-.+|triton|cuda-.+|cupy-cuda.+|jax-cuda\d+-.+)$")
 LOOKUPS_AT_ONCE = 8
 
 
@@ -31,26 +30,35 @@ LOOKUPS_AT_ONCE = 8
 class Budget:
     max_count: int = 100  # distributions one provisioning may add
     max_bytes: int = 2 * 1024**3  # their total download size
+    allow_gpu: bool = False  # accept CUDA builds (they run on the CPU here) instead of refusing them
 
     def describe(self) -> str:
         return f"at most {self.max_count} distributions and {self.max_bytes / 1024**3:.1f} GB"
 
 
-def check(lock: str, installed: list[str], budget: Budget, log) -> None:
+def check(lock: str, installed: list[str], budget: Budget, log, gpu_note: str = "") -> None:
     """Raise ProvisionError when the distributions to add (`installed`, "name==version") are over the
-    budget or are GPU-only builds; `lock` holds their hashes (to find each file's size)."""
-    gpu = [spec for spec in installed if _GPU_ONLY.match(spec.split("==", 1)[0])]
+    budget or are GPU-only builds that the budget does not accept; `lock` holds their hashes (to find each
+    file's size). `gpu_note`: why no CPU build was taken instead, for the refusal."""
+    from .gpu import GPU_ONLY
+
+    gpu = [spec for spec in installed if GPU_ONLY.match(spec.split("==", 1)[0])]
     sizes = _sizes(lock, installed, log) if installed else {}
     total = sum(sizes.values())
     known = f", {_gb(total)} to download" if sizes else ""
-    if gpu:
+    if gpu and not budget.allow_gpu:
         gpu_size = sum(sizes.get(spec, 0) for spec in gpu)
         raise ProvisionError(
             f"the requirements resolve to {len(gpu)} GPU-only distribution(s) ({', '.join(gpu[:4])}"
             f"{' …' if len(gpu) > 4 else ''}{', ' + _gb(gpu_size) if gpu_size else ''}{known and ' of' + known[1:]}"
-            "), and the sandbox has "
-            "no GPU: configure the project's CPU-only wheel index as an extra index (UV_EXTRA_INDEX_URL, "
-            "with UV_INDEX_STRATEGY=unsafe-best-match), or declare a CPU build of the package")
+            f"), and the sandbox has no GPU{'; ' + gpu_note if gpu_note else ''}. Make that index reachable, "
+            "configure an index with CPU builds as an extra index (UV_EXTRA_INDEX_URL, with "
+            "UV_INDEX_STRATEGY=unsafe-best-match), declare a CPU build of the package, or accept the CUDA "
+            "build, which runs on the CPU (setting gpu_wheels, IPYSKILLS_GPU_WHEELS=1"
+            f"{f'; it needs deps_max_size of at least {_gb(total)}' if total > budget.max_bytes else ''})")
+    if gpu:
+        log(f"dependencies: accepting {len(gpu)} GPU-only distribution(s) "
+            f"({_gb(sum(sizes.get(spec, 0) for spec in gpu))}) although the sandbox has no GPU (gpu_wheels)")
     if len(installed) > budget.max_count:
         raise ProvisionError(
             f"the requirements resolve to {len(installed)} new distributions{known}, over the budget of "

@@ -33,9 +33,11 @@ from ..docker import client as docker_client
 from ..owners import pid_alive
 from ..scratch import scratch_dir
 from ..wheels import Target, compile_lock, index_fingerprint, install_target, lock_names
-from . import Progress, Provisioned, Timer, _quiet, missing_from
+from . import RESOLVE_POLICY, Progress, Provisioned, Timer, _quiet, missing_from
 from .budget import Budget
 from .budget import check as check_budget
+from . import undeclared
+from .gpu import cpu_route
 from .sdist import docker_builder, resolve_with_sdists
 
 REPOSITORY = "ipyskills-deps"
@@ -88,7 +90,7 @@ _building_lock = threading.Lock()
 def request_tag(base_id: str, specs: list[str]) -> str:
     """The tag for `specs` on `base_id` resolved from the index configured now (JSON-joined: specs are
     never joined with a separator they could contain)."""
-    key = json.dumps([base_id, index_fingerprint(), sorted(set(specs))])
+    key = json.dumps([base_id, index_fingerprint(), sorted(set(specs)), RESOLVE_POLICY])
     return f"{REPOSITORY}:r-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
@@ -153,29 +155,31 @@ def _provision(client, base_image: str, base_id: str, specs: list[str], alias: s
     progress(f"dependencies: resolving {len(specs)} requirement(s) for Python {target.python_version} "
              f"({target.platform}), wheels only{' (sdists built in a container)' if built else ''}: "
              f"{', '.join(specs)}")
+    # The skill's requirements win: the image's set and the skill's are resolved together, the image's
+    # versions kept wherever the skill allows them (uv's preferences), so a skill gets the newest release
+    # it can have even when an older one would fit the image (mp-api 0.37, whose maggma import is broken,
+    # instead of 0.47, which wants a newer pyarrow than the image's). What moves is replaced in the
+    # derived image and named in the notice.
+    from ..docker.image import base_requirements
+
+    def resolve(specs, target):
+        return _resolve(client, base_id, specs, target, built, progress, preferences=base_lock,
+                        along=base_requirements())
+
     try:
-        lock = _resolve(client, base_id, specs, target, built, progress, constraints=base_lock)
+        lock = resolve(specs, target)
+        lock, specs = undeclared.complete(lock, specs, lambda more: resolve(more, target), progress)
+        lock, target, gpu_note = cpu_route(lock, target, budget.allow_gpu, log=progress,
+                                           resolve=lambda cpu: resolve(specs, cpu))
     except ProvisionError as exc:
         if "cannot be satisfied" not in str(exc):
             raise
-        # The skill needs other versions of some of the image's own distributions: resolve the image's set
-        # and the skill's together, the image's versions kept wherever the skill allows them.
-        progress("dependencies: the skill needs other versions than the sandbox image has; resolving the "
-                 "image's packages and the skill's together, keeping the image's versions where possible")
-        from ..docker.image import base_requirements
-
-        try:
-            lock = _resolve(client, base_id, [*base_requirements(), *specs], target, built, progress,
-                            preferences=base_lock)
-        except ProvisionError as again:
-            if "cannot be satisfied" not in str(again):
-                raise
-            raise ProvisionError(f"{again}. No versions satisfy the skill's requirements together with the "
-                                 "sandbox image's packages, even replacing those") from None
+        raise ProvisionError(f"{exc}. No versions satisfy the skill's requirements together with the "
+                             "sandbox image's packages, even replacing those") from None
     pinned = lock_names(base_lock)
     new_lock, installed = missing_from(lock, pinned)
     replaced = sorted(f"{n} {pinned[n]} → {v}" for n, v in lock_names(new_lock).items() if n in pinned)
-    check_budget(new_lock, installed, budget, progress)
+    check_budget(new_lock, installed, budget, progress, gpu_note)
     if not installed:
         progress("dependencies: everything needed is already in the sandbox image")
         client.images.get(base_id).tag(*alias.split(":"))
@@ -194,10 +198,11 @@ def _provision(client, base_image: str, base_id: str, specs: list[str], alias: s
 
 
 def _resolve(client, base_id: str, specs: list[str], target: Target, built: Path | None, progress, *,
-             constraints: str = "", preferences: str = "") -> str:
+             constraints: str = "", preferences: str = "", along: list[str] = ()) -> str:
     if built is None:
-        return compile_lock(specs, target, constraints=constraints, preferences=preferences, log=progress)
-    return resolve_with_sdists(specs, target, constraints=constraints, preferences=preferences,
+        return compile_lock(specs, target, constraints=constraints, preferences=preferences, log=progress,
+                            along=along)
+    return resolve_with_sdists(specs, target, constraints=constraints, preferences=preferences, along=along,
                                wheel_dir=built, log=progress, builder=docker_builder(client, base_id, log=progress))
 
 

@@ -37,9 +37,11 @@ from ...errors import SandboxError
 from ..owners import pid_alive
 from ..scratch import cache_base, remove_tree, scratch_dir
 from ..wheels import Target, compile_lock, index_fingerprint, install_target, normalize
-from . import Progress, Provisioned, Timer, _quiet, missing_from
+from . import RESOLVE_POLICY, Progress, Provisioned, Timer, _quiet, missing_from
 from .budget import Budget
 from .budget import check as check_budget
+from . import undeclared
+from .gpu import cpu_route
 from .sdist import engine_builder, resolve_with_sdists
 
 MARKER = ".ipyskills-site.json"  # written last: a folder without it is not used
@@ -138,7 +140,7 @@ def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _q
     present, version = _present(python)
     constraints = "".join(f"{name}=={v}\n" for name, v in sorted(present.items()))
     key = hashlib.sha256(json.dumps([python, version, constraints, index_fingerprint(),
-                                     sorted(set(specs))]).encode())
+                                     sorted(set(specs)), RESOLVE_POLICY]).encode())
     site = cache_root() / key.hexdigest()[:16]
     with _lock:
         remove_dead_partials(site.parent)
@@ -256,15 +258,19 @@ def _provision(site: Path, specs, constraints, present, reasons, progress, sdist
     progress(f"dependencies: resolving {len(specs)} requirement(s) for this Python "
              f"({target.python_version}), wheels only{' (sdists built in a container)' if sdists else ''}: "
              f"{', '.join(specs)}")
-    if sdists is None:
-        lock = compile_lock(specs, target, constraints=_installable(constraints), log=progress)
-        built = None
-    else:
-        built, image = sdists
-        lock = resolve_with_sdists(specs, target, constraints=_installable(constraints), wheel_dir=built,
+    built, image = sdists if sdists is not None else (None, None)
+
+    def resolve(specs, target):
+        if built is None:
+            return compile_lock(specs, target, constraints=_installable(constraints), log=progress)
+        return resolve_with_sdists(specs, target, constraints=_installable(constraints), wheel_dir=built,
                                    builder=engine_builder(image, log=progress), log=progress)
+
+    lock, specs = undeclared.complete(resolve(specs, target), specs, lambda more: resolve(more, target), progress)
+    lock, target, gpu_note = cpu_route(lock, target, budget.allow_gpu, log=progress,
+                                       resolve=lambda cpu: resolve(specs, cpu))
     new_lock, installed = missing_from(lock, present)
-    check_budget(new_lock, installed, budget, progress)
+    check_budget(new_lock, installed, budget, progress, gpu_note)
     try:
         site.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(site.parent, 0o755)  # runs as other uids (root's case) must be able to read it

@@ -75,30 +75,43 @@ sys.exit(subprocess.call([sys.executable, '-m', 'build', '--wheel', '--no-isolat
 
 
 def resolve_with_sdists(specs: list[str], target: Target, *, constraints: str, wheel_dir: Path, builder,
-                        log: Log, preferences: str = "") -> str:
+                        log: Log, preferences: str = "", along: list[str] = ()) -> str:
     """compile_lock, where each distribution that has no wheel for `target` is built from its sdist
     with `builder(sdist, name, out_dir)` into `wheel_dir`, and the resolve is tried again with those
     wheels. Returns the lock (built wheels pinned by their hash like any other)."""
-    built: set[str] = set()
+    built: set[str] = set()  # "name specifier": the same name may need a second build for older versions
     for _ in range(MAX_ROUNDS):
         try:
             return compile_lock(specs, target, constraints=constraints, log=log, find_links=str(wheel_dir),
-                                preferences=preferences)
+                                preferences=preferences, along=along)
         except NoWheel as exc:
             name = normalize(re.split(r"[\s<>=!~;\[(]", exc.name.strip(), maxsplit=1)[0])  # "x==1.0" -> "x"
-            if name in built:  # the wheel we built does not fit (e.g. another version is needed, or another ABI)
+            # the versions to build: what the skill asked for, narrowed by what uv looked for (a dependency
+            # asking for gym<=0.23 needs that release, not gym's newest)
+            specifier = ",".join(part for part in (_specifier_for(name, specs), _plain(exc.specifier)) if part)
+            if f"{name} {specifier}" in built:  # the wheel we built does not fit (e.g. another ABI)
                 made = ", ".join(sorted(p.name for p in wheel_dir.glob("*.whl")))
                 raise ProvisionError(f"{name} was built from its source distribution ({made}), but the "
                                      f"resolve still finds no wheel of it that fits: pin the version of {name} "
                                      f"that the other requirements allow. uv: {str(exc).split(' uv: ', 1)[-1]}"
                                      ) from None
-            built.add(name)
-            log(f"dependencies: {name} has no wheel; building it from its source distribution "
-                "in a throwaway container with the network off (allow_sdist=False refuses)")
+            built.add(f"{name} {specifier}")
+            log(f"dependencies: {name}{specifier and ' ' + specifier} has no wheel; building it from its source "
+                "distribution in a throwaway container with the network off (allow_sdist=False refuses)")
             with scratch_dir("sdist") as tmp:
-                sdist = fetch_sdist(name, _specifier_for(name, specs), tmp, target.python_version, log)
+                sdist = fetch_sdist(name, specifier, tmp, target.python_version, log)
                 builder(sdist, name, wheel_dir)
     raise ProvisionError(f"building from source did not converge after {MAX_ROUNDS} rounds ({', '.join(built)})")
+
+
+def _plain(specifier: str) -> str:
+    """uv's version text ("<=0.23.0", "==1.2.*") when it is a valid specifier set, else ""."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        return str(SpecifierSet(specifier)) if specifier else ""
+    except InvalidSpecifier:
+        return ""
 
 
 def _specifier_for(name: str, specs: list[str]) -> str:
