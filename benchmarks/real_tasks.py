@@ -1368,10 +1368,7 @@ TASKS = [
          lambda d: [smiles_file(d)], check_similarity, "script usage", timeout=90),
     Task("medchem-rule-of-five", "scientific", K + "medchem", "scripts/filter_molecules.py",
          ["input.csv", "--rules", "rule_of_five", "--output", "filtered.csv"], make_medchem, check_medchem,
-         "SKILL.md:397", timeout=180, memory="1g",
-         known_failure="medchem imports rdkit.Chem.Draw, whose rdMolDraw2D extension links libXrender.so.1, "
-                       "libX11.so.6 and libXext.so.6; the sandbox image has no X client libraries (Debian "
-                       "libxrender1, libx11-6, libxext6)"),
+         "SKILL.md:397", timeout=180, memory="1g"),
     Task("pymatgen-convert", "scientific", K + "pymatgen", "scripts/structure_converter.py",
          ["POSCAR", "structure.cif"], lambda d: [_write(d, "POSCAR", NACL_POSCAR)], check_cif, "SKILL.md:161",
          timeout=120, memory="1g",
