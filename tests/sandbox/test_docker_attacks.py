@@ -13,8 +13,16 @@ import sys
 import time
 
 import pytest
+from conftest import test_runtime
 
 pytestmark = pytest.mark.docker
+# Under gVisor (IPYSKILLS_TEST_RUNTIME=runsc) the same attacks fail with gVisor's own answers: its kernel
+# has no route at all (EHOSTUNREACH, not ENETUNREACH), no /sys/class/net, and refuses writes to the
+# read-only root with EACCES (to a read-only bind mount with EROFS, as runc). The promise is the same.
+GVISOR = test_runtime() == "runsc"
+NO_ROUTE = "EHOSTUNREACH" if GVISOR else "ENETUNREACH"
+READ_ONLY = "EACCES" if GVISOR else "EROFS"
+INTERFACES = "import socket; print(sorted(name for _i, name in socket.if_nameindex()))"
 
 TRANSFERS = ["mount", "copy"]
 
@@ -41,11 +49,13 @@ def test_no_network_by_default(run_in_docker, docker_backend):
     gateway = bridge_gateway(docker_backend.client())
     for host, port in (("1.1.1.1", 53), (gateway, 2375), (gateway, 22)):
         result = run_in_docker({"net.py": connect_script(host, port)}, "net.py")
-        assert result.stdout.strip() == "FAILED ENETUNREACH", (host, result.stdout, result.stderr)
-    interfaces = run_in_docker({"ifs.py": "import os; print(sorted(os.listdir('/sys/class/net')))"}, "ifs.py")
-    assert interfaces.stdout.strip() == "['lo']"
+        assert result.stdout.strip() == f"FAILED {NO_ROUTE}", (host, result.stdout, result.stderr)
+    interfaces = run_in_docker({"ifs.py": INTERFACES}, "ifs.py")
+    assert interfaces.stdout.strip() == "['lo']", interfaces.stderr
 
 
+@pytest.mark.skipif(GVISOR, reason="gVisor runs have no network here (runsc is registered with --network=none): "
+                                   "test_gvisor.py tests the refusal")
 def test_network_only_when_asked(run_in_docker, docker_backend):
     gateway = bridge_gateway(docker_backend.client())
     # A connect attempt to the host's bridge address only: with network=True the route exists, so the
@@ -53,8 +63,7 @@ def test_network_only_when_asked(run_in_docker, docker_backend):
     result = run_in_docker({"net.py": connect_script(gateway, 9)}, "net.py", network=True)
     assert result.stdout.strip() != "FAILED ENETUNREACH", result.stdout
     assert "network bridge" in result.isolation
-    interfaces = run_in_docker({"ifs.py": "import os; print(sorted(os.listdir('/sys/class/net')))"}, "ifs.py",
-                               network=True)
+    interfaces = run_in_docker({"ifs.py": INTERFACES}, "ifs.py", network=True)
     assert "eth0" in interfaces.stdout
 
 
@@ -89,7 +98,7 @@ def test_root_and_skill_are_not_writable(run_in_docker, skill_maker, transfer):
     result = run_in_docker(None, "attack.py", skill=skill, transfer=transfer)
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines()[:-1])
     for path in ("/etc/evil", "/usr/bin/evil", "/evil", "/home/evil", "/var/evil"):
-        assert lines[path] == "EROFS", (path, result.stdout)
+        assert lines[path] == READ_ONLY, (path, result.stdout)
     expected = "EROFS" if transfer == "mount" else "EACCES"  # a copy is write-protected, a mount read-only
     for path in ("/skill/evil", "/skill/SKILL.md", "/skill/data/keep.txt", "rm:/skill/data/keep.txt",
                  "rm:/skill/data"):
@@ -136,31 +145,66 @@ for pid in os.listdir("/proc"):
     env = json.loads(result.stdout.splitlines()[0])
     assert env["ASKED_FOR"] == "yes"
     assert env["HOME"] == "/tmp" and env["IPYSKILLS_OUTPUT"] == "/output"
-    assert "1 environ unreadable" in result.stdout  # the launcher (pid 1) is not readable by the script
+    if GVISOR:  # gVisor lets a process read the environ of another of the same uid: it holds no host variable
+        launcher = [line for line in result.stdout.splitlines()[1:] if "IPYSKILLS_OUTPUT=/output" in line]
+        assert launcher and all(set(dict(kv.split("=", 1) for kv in line.split("\0") if "=" in kv)) <= {
+            *env, "HOSTNAME"} for line in launcher), result.stdout
+    else:
+        assert "1 environ unreadable" in result.stdout  # the launcher (pid 1) is not readable by the script
 
 
 def test_no_capabilities_and_uid_1000(run_in_docker):
+    # prctl asks the kernel the script runs on (gVisor's /proc/self/status has no CapAmb or NoNewPrivs line)
     script = """
-import os
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
 status = dict(line.split(":", 1) for line in open("/proc/self/status"))
 for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
-    print(key, status[key].strip())
+    print(key, status[key].strip() if key in status else "absent")
+print("prctl", libc.prctl(39, 0, 0, 0, 0), libc.prctl(21, 0, 0, 0, 0),
+      sum(libc.prctl(23, cap, 0, 0, 0) == 1 for cap in range(41)))  # no_new_privs, seccomp, bounding caps
 print("ids", os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups()))
 """
     result = run_in_docker({"caps.py": script}, "caps.py")
     fields = dict(line.split(" ", 1) for line in result.stdout.splitlines())
     for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
-        assert int(fields[key], 16) == 0, (key, fields[key])
-    assert fields["NoNewPrivs"] == "1"
-    assert fields["Seccomp"] == "2"  # Docker's default seccomp filter is on
+        if not (GVISOR and fields[key] == "absent"):
+            assert int(fields[key], 16) == 0, (key, fields[key])
+    # no_new_privs is set; the sandbox's seccomp filter is on (mode 2), under gVisor too (--oci-seccomp);
+    # no capability is left in the bounding set
+    assert fields["prctl"] == "1 2 0", fields
+    if not GVISOR:
+        assert fields["NoNewPrivs"] == "1" and fields["Seccomp"] == "2"
     assert fields["ids"] == "1000 1000 1000 1000 [1000]"
+
+
+def test_the_seccomp_profile_refuses_what_it_lists(run_in_docker):
+    """Under runc and under gVisor alike: namespaces, keyrings, BPF, perf, userfaultfd and acct are refused
+    with EPERM (without runsc's --oci-seccomp, gVisor ignored the profile and unshare succeeded)."""
+    script = """
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+for name, nr, args in [("unshare", 272, (0x10000000,)), ("keyctl", 250, (0, 0, 0, 0)), ("add_key", 248, (0, 0, 0, 0)),
+                       ("bpf", 321, (0, 0, 0)), ("perf_event_open", 298, (0, 0, 0, 0, 0)), ("userfaultfd", 323, (0,)),
+                       ("acct", 163, (0,))]:
+    ctypes.set_errno(0)
+    print(name, libc.syscall(nr, *args), errno.errorcode.get(ctypes.get_errno()))
+import threading
+threading.Thread(target=print, args=("a thread starts",)).start()
+"""
+    result = run_in_docker({"sys.py": script}, "sys.py")
+    lines = result.stdout.splitlines()
+    assert lines[:-1] == [f"{name} -1 EPERM" for name in ("unshare", "keyctl", "add_key", "bpf", "perf_event_open",
+                                                          "userfaultfd", "acct")], result.stdout + result.stderr
+    assert lines[-1] == "a thread starts"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a setuid-root binary needs root on the host")
 def test_setuid_binary_cannot_gain_root(run_in_docker, skill_maker):
     # called by its path in the skill (the working directory is the run's workspace, not the skill)
     skill = skill_maker({"run.sh": '#!/bin/bash\nhere="$(dirname "$0")"\n"$here/suid-id" -u; "$here/suid-id" -ru; '
-                                   "cat /proc/self/status | grep NoNewPrivs\n"})
+                                   "python3 -c 'import ctypes; print(\"NoNewPrivs:\", "
+                                   "ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))'\n"})
     shutil.copy("/usr/bin/id", skill / "suid-id")
     os.chown(skill / "suid-id", 0, 0)
     os.chmod(skill / "suid-id", 0o4755)

@@ -67,7 +67,7 @@ def test_registering_merges_into_daemon_json_and_keeps_the_rest(tmp_path):
     config = json.loads(path.read_text())
     assert config["log-level"] == "warn" and config["runtimes"]["kata"] == {"path": "/usr/bin/kata"}
     assert config["runtimes"][runtime.GVISOR_RUNTIME] == {"path": "/usr/bin/runsc",
-                                                          "runtimeArgs": ["--network=none", "--platform=systrap"]}
+                                                          "runtimeArgs": ["--network=none", "--platform=systrap", "--oci-seccomp"]}
     assert runtime.register("/usr/bin/runsc", path) is False  # already there: no reload needed
     assert runtime.register("/usr/bin/runsc", tmp_path / "new" / "daemon.json") is True
     path.write_text("{not json")

@@ -24,8 +24,15 @@ from ipyskills.sandbox.docker.backend import DockerBackend
 from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.runner import RunRequest
 from ipyskills.settings import Settings
+from conftest import test_runtime
 
 pytestmark = pytest.mark.docker
+# Under gVisor (IPYSKILLS_TEST_RUNTIME=runsc) the script sees gVisor's own kernel: its cgroup files are
+# gVisor's (a fresh sandbox showed no limit; the engine's limits are on the host's cgroup of the whole
+# sandbox, read back from the engine below and exercised by the behaviour tests), /proc/self/status has no CapAmb or NoNewPrivs line (prctl
+# answers instead), a write to the read-only root fails with EACCES, and /tmp's mount options do not
+# list nosuid (no-new-privileges still makes setuid inert).
+GVISOR = test_runtime() == "runsc"
 
 MIB = 1024**2
 
@@ -47,7 +54,7 @@ ARTIFACT_CAP = 16 * MIB
 # Reads what the container enforces on itself and prints it, then waits so the test can inspect the
 # same container from the engine while it still exists (it removes itself when it stops).
 PROBE = r'''
-import json, os, socket, time
+import ctypes, json, os, socket, time
 
 def read(path):
     try:
@@ -101,7 +108,8 @@ out = {
     "cgroup": cgroup(), "status": status(), "mounts": mounts(),
     "sizes": {p: size(p) for p in ("/tmp", "/work", "/dev/shm")},
     "root_write": write_fails("/probe"), "skill_write": write_fails(os.environ.get("SKILL_FILE", "/skill/x")),
-    "net": sorted(os.listdir("/sys/class/net")),
+    "net": sorted(name for _i, name in socket.if_nameindex()),
+    "prctl": [ctypes.CDLL(None).prctl(39, 0, 0, 0, 0), ctypes.CDLL(None).prctl(21, 0, 0, 0, 0)],
     "env": dict(os.environ),
 }
 print("PROBE " + json.dumps(out), flush=True)
@@ -135,7 +143,7 @@ class LiveInspector:
 def registry(skill: Path, **settings) -> SkillRegistry:
     """The public API with default limits (only where to look for skills and which backend are set)."""
     return SkillRegistry([str(skill)], settings=Settings(default_roots=False, bundled_skills=False,
-                                                         backend="docker", **settings))
+                                                         backend="docker", runtime=test_runtime(), **settings))
 
 
 def default_request(skill: Path, script: str, on_output=None, **limits) -> RunRequest:
@@ -166,7 +174,9 @@ def test_limits_measured_inside_the_container(path, docker_backend, make_skill, 
     monkeypatch.setenv("IPYSKILLS_PROBE_SECRET", "host-only")  # must not reach the script
     inside, _ = probe_via(path, docker_backend, make_skill)
     cg = inside["cgroup"]
-    if cg["version"] == 1:
+    if GVISOR:
+        pass  # gVisor's own cgroup files: a fresh sandbox showed no limit, a warm one the engine's
+    elif cg["version"] == 1:
         assert int(cg["memory"]) == MEMORY
         # memsw is memory + swap: equal to the memory limit means no swap at all
         assert int(cg["memsw"]) == MEMORY, f"swap is allowed: memory+swap limit {cg['memsw']}"
@@ -182,17 +192,20 @@ def test_limits_measured_inside_the_container(path, docker_backend, make_skill, 
     assert inside["uid"] == [UID, UID] and inside["gid"] == [UID, UID]
     status = inside["status"]
     for cap in ("CapEff", "CapPrm", "CapBnd", "CapAmb"):
-        assert int(status[cap], 16) == 0, f"{cap} {status[cap]}: capabilities left"
-    assert status["NoNewPrivs"] == "1"
-    assert status["Seccomp"] == "2", "no seccomp filter on the script"
+        if not (GVISOR and status[cap] is None):
+            assert int(status[cap], 16) == 0, f"{cap} {status[cap]}: capabilities left"
+    assert inside["prctl"] == [1, 2], "no-new-privileges and the seccomp filter (mode 2) on the script"
+    if not GVISOR:
+        assert status["NoNewPrivs"] == "1"
+        assert status["Seccomp"] == "2", "no seccomp filter on the script"
 
-    assert inside["root_write"] == "Read-only file system"
+    assert inside["root_write"] == ("Permission denied" if GVISOR else "Read-only file system")
     assert inside["skill_write"], "the skill folder is writable"
     mounts = inside["mounts"]
     assert "ro" in mounts["/"]
     for where in ("/tmp", "/work", "/dev/shm"):
         assert "noexec" in mounts[where], f"{where} allows exec: {mounts[where]}"
-    assert "nosuid" in mounts["/tmp"]
+    assert GVISOR or "nosuid" in mounts["/tmp"]
     assert inside["sizes"] == {"/tmp": TMP_SIZE, "/work": WORKSPACE_SIZE, "/dev/shm": SHM_SIZE}
 
     assert inside["net"] == ["lo"], f"network interfaces besides loopback: {inside['net']}"
@@ -212,7 +225,8 @@ def test_limits_as_the_engine_holds_them(path, docker_backend, make_skill):
         assert host["NanoCpus"] == CPUS * 1_000_000_000
     else:
         assert host["CpuPeriod"] and host["CpuQuota"] == CPUS * host["CpuPeriod"], "no CPU limit"
-    assert host["PidsLimit"] == PIDS
+    # gVisor: the engine's limit also counts gVisor's own threads; the script's 128 are RLIMIT_NPROC
+    assert host["PidsLimit"] == (PIDS + 256 if GVISOR else PIDS)
     assert host["ReadonlyRootfs"] is True and host["Privileged"] is False
     assert [c.upper() for c in host["CapDrop"]] in (["ALL"], ["CAP_ALL"]) and not host.get("CapAdd")
     opts = host["SecurityOpt"] or []
@@ -244,6 +258,8 @@ while len(held) < 256:  # up to 2 GiB, 8 MiB at a time, every page written
 '''
 
 
+@pytest.mark.xfail(GVISOR, strict=True, reason="gVisor ends a script at the memory limit with exit 1 and no "
+                   "out-of-memory event the engine or the launcher can see (README, gVisor table)")
 def test_memory_stops_a_script_below_256_mib_by_default(docker_backend, make_skill):
     skill = make_skill({"scripts/climb.py": MEMORY_CLIMB}, name="climber")
     result = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(default_request(skill, "scripts/climb.py"))
@@ -255,7 +271,10 @@ def test_memory_stops_a_script_below_256_mib_by_default(docker_backend, make_ski
 
 
 CPU_BURN = r'''
-import json, os, resource, time
+import json, os, resource, socket, time
+print("HOST " + socket.gethostname(), flush=True)
+time.sleep(0.5)  # the host finds the container's cgroup
+print("BURN", flush=True)
 start = time.monotonic()
 kids = []
 for _ in range(2):  # two processes that each want a whole CPU for 2 s
@@ -268,15 +287,66 @@ for _ in range(2):  # two processes that each want a whole CPU for 2 s
 for pid in kids:
     os.waitpid(pid, 0)
 wall = time.monotonic() - start
+print("DONE", flush=True)
+time.sleep(0.5)  # the host reads the cgroup again while the container is there
 used = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"cpu": used.ru_utime + used.ru_stime, "wall": wall}))
 '''
 
 
+class HostCpu:
+    """An on_output callback reading the container's CPU time from the host's cgroup at BURN and DONE:
+    what the host's kernel charged to the whole sandbox (under gVisor the script's own clock is gVisor's)."""
+
+    def __init__(self, client):
+        self.client, self.seen, self.path, self.marks = client, "", None, {}
+
+    def __call__(self, stream: str, text: str) -> None:
+        if stream != "stdout":
+            return
+        self.seen += text
+        host = re.search(r"^HOST (\S+)$", self.seen, re.MULTILINE)
+        if host and self.path is None:
+            self.path = cgroup_cpu_file(self.client.api.inspect_container(host.group(1))["Id"])
+        for mark in ("BURN", "DONE"):
+            if mark not in self.marks and re.search(rf"^{mark}$", self.seen, re.MULTILINE) and self.path:
+                self.marks[mark] = (time.monotonic(), cpu_seconds(self.path))
+
+    def ratio(self) -> float | None:
+        if set(self.marks) != {"BURN", "DONE"}:
+            return None
+        (t0, c0), (t1, c1) = self.marks["BURN"], self.marks["DONE"]
+        return (c1 - c0) / (t1 - t0)
+
+
+def cgroup_cpu_file(container_id: str) -> Path | None:
+    """The host's CPU accounting file of a container (cgroup v1 or v2, cgroupfs or systemd driver)."""
+    for candidate in (f"/sys/fs/cgroup/cpuacct/docker/{container_id}/cpuacct.usage",
+                      f"/sys/fs/cgroup/cpu,cpuacct/docker/{container_id}/cpuacct.usage",
+                      f"/sys/fs/cgroup/docker/{container_id}/cpu.stat",
+                      f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cpu.stat"):
+        if Path(candidate).exists():
+            return Path(candidate)
+    return None
+
+
+def cpu_seconds(path: Path) -> float:
+    text = path.read_text()
+    if path.name == "cpuacct.usage":
+        return int(text) / 1e9
+    return int(re.search(r"^usage_usec (\d+)$", text, re.MULTILINE).group(1)) / 1e6
+
+
 def cpu_ratio(backend, skill, **limits) -> float:
-    result = backend.run(default_request(skill, "scripts/burn.py", **limits))
+    """CPUs used by two busy processes: the host's cgroup accounting when it can be read, else the
+    script's own (runc: the same kernel's)."""
+    host = HostCpu(backend.client())
+    result = backend.run(default_request(skill, "scripts/burn.py", on_output=host, **limits))
     assert result.exit_code == 0, result.stderr
-    measured = json.loads(result.stdout)
+    if host.ratio() is not None:
+        return host.ratio()
+    assert not GVISOR, "under gVisor only the host's accounting tells: its cgroup file was not found"
+    measured = json.loads(result.stdout.splitlines()[-1])
     return measured["cpu"] / measured["wall"]
 
 
@@ -336,10 +406,14 @@ print(json.dumps({"forks": made, "failure": failure, "current": current}))
 @pytest.mark.parametrize("path", ["registry", "request"])
 def test_forking_stops_at_128_pids_by_default(path, docker_backend, make_skill):
     skill = make_skill({"scripts/fork.py": FORK_TO_THE_LIMIT}, name="forker")
+    # gVisor charges each forked interpreter's pages to the limit (runc shares them copy-on-write): 128
+    # Pythons need more than 256 MiB there, so the pid limit is measured with room for them
+    room = {"memory": "2g"} if GVISOR else {}
     if path == "registry":  # guard=False: the guard is not the subject (the loop ends at the first refusal)
-        result = registry(skill).run("forker", "scripts/fork.py", guard=False)
+        result = registry(skill).run("forker", "scripts/fork.py", guard=False, **room)
     else:
-        result = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(default_request(skill, "scripts/fork.py"))
+        result = DockerBackend(image=docker_backend.image, runtime=docker_backend.runtime).run(
+            default_request(skill, "scripts/fork.py", **room))
     assert result.exit_code == 0, result.stderr
     measured = json.loads(result.stdout)
     print(f"{path}: {measured}")

@@ -72,15 +72,20 @@ GVISOR_THREADS = 256  # host threads gVisor's sentry and gofer may use beyond th
 SHM_SIZE = 16 * 1024**2  # /dev/shm: a small noexec tmpfs (charged to the container's memory)
 SECCOMP_PROFILE = Path(__file__).parent / "seccomp.json"  # passed on every run (see the file's comment)
 _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
-_seccomp_json: str | None = None
+_seccomp_json: dict[bool, str] = {}
 
 
-def seccomp_profile() -> str:
-    """The shipped seccomp profile as compact JSON (the engine API takes the profile's content)."""
-    global _seccomp_json
-    if _seccomp_json is None:
-        _seccomp_json = json.dumps(json.loads(SECCOMP_PROFILE.read_text()), separators=(",", ":"))
-    return _seccomp_json
+def seccomp_profile(gvisor: bool = False) -> str:
+    """The shipped seccomp profile as compact JSON (the engine API takes the profile's content). For gVisor
+    it is applied inside gVisor's kernel (runsc --oci-seccomp), whose filter answers EPERM where the profile
+    says ENOSYS: for clone3 that stops the C library from falling back to clone (no thread could start),
+    so that rule is left out there; namespaces made through clone3 would be gVisor's own, not the host's."""
+    if gvisor not in _seccomp_json:
+        profile = json.loads(SECCOMP_PROFILE.read_text())
+        if gvisor:
+            profile["syscalls"] = [rule for rule in profile["syscalls"] if rule["names"] != ["clone3"]]
+        _seccomp_json[gvisor] = json.dumps(profile, separators=(",", ":"))
+    return _seccomp_json[gvisor]
 
 _live: dict[str, object] = {}  # container id -> client, for the atexit sweep
 _live_lock = threading.Lock()
@@ -427,7 +432,8 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
     try:
         # The low-level call: the high-level one inspects the new container again, a wasted round trip.
         host_config = api.create_host_config(
-            cap_drop=["ALL"], security_opt=["no-new-privileges:true", f"seccomp={seccomp_profile()}"],
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges:true", f"seccomp={seccomp_profile(runtime.gvisor)}"],
             read_only=True, shm_size=SHM_SIZE,
             # The container removes itself when it stops, so a run whose owner died (the launcher then
             # exits: stdin closed, or its deadline passed) leaves nothing behind.

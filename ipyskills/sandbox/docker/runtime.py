@@ -6,7 +6,9 @@ its own runtime entry, `ipyskills-runsc`, in the engine's daemon.json rather tha
 `runsc`: its arguments matter. `--network=none` is required (this runsc refuses to start a container with
 network mode none otherwise), so every gVisor run is network-off; a run that asks for the network gets
 runc under "auto" and a clear refusal under "runsc". `--platform=systrap` is the platform that works in
-VMs (kvm hangs in a nested VM).
+VMs (kvm hangs in a nested VM). `--oci-seccomp` makes gVisor apply the container's seccomp profile (ours)
+to the script's system calls inside its kernel too; without it runsc ignores the profile (the script saw
+seccomp mode 0, and `unshare(CLONE_NEWUSER)` succeeded where runc answers EPERM).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from ...errors import SandboxError
 from ...settings import check_runtime
 GVISOR_RUNTIME = "ipyskills-runsc"  # the runtime name registered in daemon.json
-GVISOR_ARGS = ("--network=none", "--platform=systrap")
+GVISOR_ARGS = ("--network=none", "--platform=systrap", "--oci-seccomp")
 DAEMON_JSON = Path("/etc/docker/daemon.json")
 BACKPORTS_LIST = Path("/etc/apt/sources.list.d/ipyskills-backports.list")
 INFO_TTL = 30.0  # seconds the engine's runtime list is trusted before it is asked again
