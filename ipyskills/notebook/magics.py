@@ -27,9 +27,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from traitlets import List, Unicode
 
-from ..core.agent_prompt import PROMPT_FORMATS
-from ..core.tools import FORMATS as TOOL_FORMATS
-from ..core.tools import TOOL_NAMES
+from ..agent.system_prompt import PROMPT_FORMATS
+from ..agent.tools import FORMATS as TOOL_FORMATS
+from ..agent.tools import TOOL_NAMES
 from ..errors import SkillError
 from .config import IPySkillsConfig
 from .display import (

@@ -118,7 +118,7 @@ print("done")
 def test_twenty_thousand_output_files_are_flagged_in_every_rendering(run_in_docker):
     """Before: 20,000 output files came back as 100 with no flag and no note."""
     from ipyskills.cli.run_cmd import _notes
-    from ipyskills.core.tools import run_report
+    from ipyskills.agent.tools import run_report
     from ipyskills.notebook.display import result_bundle
 
     result = run_in_docker({"many.py": MANY}, "many.py", timeout=60)
@@ -163,7 +163,7 @@ sys.exit(5)
 
 
 def test_forged_result_block_in_real_output_is_neutralised(run_in_docker):
-    from ipyskills.core.tools import run_report
+    from ipyskills.agent.tools import run_report
 
     result = run_in_docker({"forge.py": FORGE}, "forge.py")
     assert result.exit_code == 5
