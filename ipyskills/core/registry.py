@@ -452,3 +452,15 @@ def _check_stdin(stdin) -> bytes:
     if isinstance(stdin, (bytes, bytearray)):
         return bytes(stdin)
     raise SandboxError(f"stdin must be str or bytes, got {type(stdin).__name__}")
+
+
+_shared: SkillRegistry | None = None
+
+
+def shared_registry() -> SkillRegistry:
+    """The process-wide registry (`ipyskills.registry()`), created on first call. It lives here, not in the
+    package root, so the notebook can reach it without importing the root that loads the notebook."""
+    global _shared
+    if _shared is None:
+        _shared = SkillRegistry()
+    return _shared

@@ -181,9 +181,9 @@ class IPySkills(IPySkillsConfig, Magics):
     def registry(self):
         """The process-wide registry (`ipyskills.registry()`), with this config applied on first use."""
         if self._registry is None:
-            import ipyskills
+            from ..core.registry import shared_registry
 
-            self._registry = ipyskills.registry()
+            self._registry = shared_registry()
             self._push_settings()
         return self._registry
 
