@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .import_names import GENERIC_IMPORT_NAMES, IMPORT_NAMES
+from .pyparse import PARSE_LOCK as _PARSE_LOCK
 from .requirement_text import UnsafeRequirement, checked, shown
 from .resources import SKILL_FILE_NAMES, SKIP_DIRS
 
@@ -68,7 +69,6 @@ BASE_REQUIREMENTS = Path(__file__).resolve().parent.parent / "sandbox" / "docker
 IMPORT_MAP = Path(__file__).resolve().parent / "data" / "import_map.json"
 
 # ast.parse is not thread-safe on CPython 3.11 under heavy concurrency: every parse goes through this.
-_PARSE_LOCK = threading.Lock()
 _MAP_LOCK = threading.Lock()
 _generated: tuple[dict[str, str], frozenset[str]] | None = None
 
