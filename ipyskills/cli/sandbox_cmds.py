@@ -188,7 +188,7 @@ def run_status(args) -> int:
 
 
 def run_gvisor(args) -> int:
-    from ..sandbox.docker.runtime import setup_gvisor
+    from ..sandbox.docker.gvisor_setup import setup_gvisor
 
     line = setup_gvisor(log=lambda text: print(text, flush=True))
     print(f"gVisor is ready: {line}")

@@ -240,7 +240,7 @@ class SkillRegistry:
                     network=None, deps=None, inputs=None, **limits):
         """The RunRequest `run()` would hand to the runner (script confined, limits checked)."""
         from ..sandbox.policy import Limits
-        from ..sandbox.runner import RunRequest
+        from ..sandbox.request import RunRequest
 
         meta = self.get(name)
         if not isinstance(script, str):

@@ -360,7 +360,7 @@ def test_process_exit_mid_run_removes_the_container(docker_backend, skill_maker)
 import os, threading, time
 from pathlib import Path
 from ipyskills.sandbox.docker.backend import DockerBackend
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 req = RunRequest("s", Path({str(skill)!r}), "sleep.py")
 threading.Thread(target=DockerBackend().run, args=(req,), daemon=True).start()
 time.sleep(3)

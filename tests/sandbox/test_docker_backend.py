@@ -13,7 +13,7 @@ import pytest
 from ipyskills.errors import SandboxError
 from ipyskills.sandbox.docker.backend import LABEL, LABEL_HOST, LABEL_PID, DockerBackend, cleanup, tar_skill
 from ipyskills.sandbox.docker.client import engine_endpoint
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 
 docker = pytest.mark.docker
 

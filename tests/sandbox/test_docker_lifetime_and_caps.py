@@ -213,7 +213,7 @@ import sys, time
 from pathlib import Path
 from ipyskills.sandbox.docker.backend import DockerBackend
 from ipyskills.sandbox.policy import Limits
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 pooled = sys.argv[2] == "pooled"
 backend = DockerBackend(pool_size=1 if pooled else 0)
 if pooled:

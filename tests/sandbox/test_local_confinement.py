@@ -80,7 +80,7 @@ DRIVER = textwrap.dedent("""
     from pathlib import Path
     from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
     request = RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/probe.py",
                          args=sys.argv[2:], limits=Limits(timeout=30, memory=256 * 1024**2))
     result = LocalBackend().run(request)
@@ -198,7 +198,7 @@ OWNER = textwrap.dedent("""
     from pathlib import Path
     from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
     LocalBackend().run(RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/sleep.py",
                                   args=[os.environ["MARKER"]], limits=Limits(timeout=60)))
 """)

@@ -34,7 +34,7 @@ from ipyskills.sandbox.docker.backend import (
 )
 from ipyskills.sandbox.policy import Limits
 from ipyskills.sandbox.result import OutputBuffer
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 from ipyskills.settings import Settings
 
 docker = pytest.mark.docker
@@ -269,7 +269,7 @@ def _child(code: str, skill: Path, *, stdout=subprocess.PIPE):
         from ipyskills.sandbox.docker import pool
         from ipyskills.sandbox.docker.backend import DockerBackend
         from ipyskills.sandbox.policy import Limits
-        from ipyskills.sandbox.runner import RunRequest
+        from ipyskills.sandbox.request import RunRequest
         backend = DockerBackend(pool_size=2)
         warm = backend.pool(backend.client(), backend.image)
         req = RunRequest("s", Path({str(skill)!r}), "x.py", limits=Limits())

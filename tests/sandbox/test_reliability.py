@@ -280,7 +280,7 @@ def test_a_stuck_engine_ends_the_run_with_a_sandbox_error_by_its_deadline(monkey
     import docker as docker_py
 
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
 
     path = str(tmp_path / "stuck.sock")
     engine = _StuckEngine(path)

@@ -19,7 +19,7 @@ from ipyskills.sandbox.docker import backend as db
 from ipyskills.sandbox.docker import pool as pool_mod
 from ipyskills.sandbox.docker.backend import DockerBackend
 from ipyskills.sandbox.policy import Limits
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 from ipyskills.settings import Settings
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -76,7 +76,7 @@ from pathlib import Path
 from ...errors import RunInterrupted, SandboxError
 from .. import signals
 from ..result import Artifact, ExecuteResult, OutputBuffer, printable_path
-from ..runner import RunRequest
+from ..request import RunRequest
 from . import confine as local_confine
 from .skill_copy import copy_skill
 
