@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 
 from ..errors import ConfigError, GuardBlocked, ProvisionError, RunInterrupted, SandboxError
@@ -12,6 +13,10 @@ from .request import RunRequest  # noqa: F401 (re-exported: callers build reques
 from .result import ExecuteResult
 
 BACKENDS = ("auto", "docker", "local")
+# Where each backend class lives, found by name on first use: the runner imports no backend, and a new
+# backend is one line here (its module imports whatever it needs from the sandbox).
+BACKEND_CLASSES = {"docker": "ipyskills.sandbox.docker.backend:DockerBackend",
+                   "local": "ipyskills.sandbox.local.backend:LocalBackend"}
 
 
 def select_backend(name: str, image: str, settings=None):
@@ -21,11 +26,8 @@ def select_backend(name: str, image: str, settings=None):
     if name not in BACKENDS:
         raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
     if name == "local":
-        from .local.backend import LocalBackend
-
-        return LocalBackend(), ""
-    from .docker.backend import DockerBackend
-
+        return backend_class("local")(), ""
+    DockerBackend = backend_class("docker")  # noqa: N806 (a class)
     if settings is not None and settings.pool_size != 0:  # a negative size is refused by the pool
         docker = DockerBackend(image=image, pool_size=settings.pool_size, pool_max=settings.pool_max,
                                pool_limits=Limits.from_settings(settings), runtime=settings.runtime)
@@ -37,9 +39,13 @@ def select_backend(name: str, image: str, settings=None):
     ready, reason = docker.readiness()
     if ready:
         return docker, ""
-    from .local.backend import LocalBackend
+    return backend_class("local")(), f"backend auto: Docker not used ({reason}); ran on the local backend instead"
 
-    return LocalBackend(), f"backend auto: Docker not used ({reason}); ran on the local backend instead"
+
+def backend_class(name: str):
+    """The class of backend `name` ("docker" or "local"), its module loaded on first use."""
+    module, _, attr = BACKEND_CLASSES[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def guard_request(request: RunRequest) -> list:

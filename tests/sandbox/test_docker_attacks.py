@@ -367,7 +367,7 @@ time.sleep(3)
 running = DockerBackend().client().containers.list(ignore_removed=True, filters={{"label": "ipyskills.pid=" + str(os.getpid())}})
 print("exiting with", len(running), flush=True)
 """
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID
 
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

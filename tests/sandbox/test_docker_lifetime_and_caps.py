@@ -188,7 +188,8 @@ def test_the_launcher_ends_the_run_at_its_own_deadline(docker_backend, skill_mak
     """Before: the timeout existed only on the host; a host that stops watching (but keeps its stream
     open) left the script running for ever. Now the launcher kills it at the deadline, and the container
     removes itself."""
-    from ipyskills.sandbox.docker.backend import _remove, create_container, start_attached
+    from ipyskills.sandbox.docker.cleanup import _remove
+from ipyskills.sandbox.docker.containers import create_container, start_attached
     from ipyskills.sandbox.policy import Limits
 
     client = docker_backend.client()
@@ -238,7 +239,7 @@ while True:
 def test_sigkilled_owner_leaves_nothing_running(docker_backend, skill_maker, kind):
     """Before: when the process that started a run died by SIGKILL, the container kept running past its
     timeout until someone ran `ipyskills sandbox cleanup`."""
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID
 
     client = docker_backend.client()
     skill = skill_maker({"spin.py": SPIN})

@@ -236,7 +236,7 @@ def test_no_runsc_process_outlives_its_runs(gvisor, make_skill):
             assert result.timed_out
         else:
             assert run(gvisor, make_skill, "print('ok')\n").stdout == "ok\n"
-    from ipyskills.sandbox.docker.backend import flush_removals
+    from ipyskills.sandbox.docker.cleanup import flush_removals
 
     assert flush_removals(timeout=60)
     deadline = time.monotonic() + 30
