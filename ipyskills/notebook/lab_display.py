@@ -8,7 +8,8 @@ shown in <pre>, never as Markdown or HTML.
 from __future__ import annotations
 
 from ..agent.loop import EMPTY_REPLY
-from .display import Displayed, details, esc, pre, shorten, wrap
+from .display import Displayed
+from .primitives import details, esc, pre, shorten, wrap
 
 _OK, _BAD, _MUTED = "#1a7f37", "#cf222e", "#6e7781"
 # JupyterLab right-aligns table cells (`:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td`) and shrinks SVGs
