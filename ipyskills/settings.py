@@ -124,8 +124,6 @@ def check_runtime(value, what: str = "runtime") -> str:
     return value
 
 
-
-
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)(?:i?[bB])?\s*$")
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 

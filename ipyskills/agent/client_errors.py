@@ -10,6 +10,7 @@ import re
 from ..errors import SkillError
 from .transcript import INTERRUPTED, Transcript
 
+
 class ClientError(SkillError):
     """The chat client failed: bad API key, rate limit, unknown model, no connection, ...
 

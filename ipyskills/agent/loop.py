@@ -149,7 +149,6 @@ def run_agent(client, skills, prompt: str | list[dict], *, model: str, style: st
         emit("done", transcript)
 
 
-
 def _finish(transcript: Transcript, text: str, truncated: bool) -> bool:
     transcript.final = text
     transcript.stop_reason = TRUNCATED if truncated else ANSWERED

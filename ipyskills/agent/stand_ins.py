@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import ConfigError, SkillError
 from .transports import STYLES
 
+
 class ScriptedClient:
     """A deterministic stand-in for a chat model, for demos and tests. It is NOT a model.
 

@@ -361,7 +361,6 @@ class AgentView:
         return paths
 
 
-
 def _guard_message(where: str, exc: GuardBlocked) -> str:
     blocking = [f for f in exc.findings if getattr(f, "severity", "block") == "block"]
     if blocking:

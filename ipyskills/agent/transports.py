@@ -21,7 +21,6 @@ STREAM_REFUSED = ("streaming is not supported: the loop needs each reply whole (
                   "ends)")
 
 
-
 def tool_results(style: str, calls: list[ToolCall]) -> list[dict]:
     """The messages that hand the tool results back: OpenAI-style one "tool" message per call (its id and
     the text, as OpenAI specifies and compatible servers accept; llama-cpp-python's chatml-function-calling

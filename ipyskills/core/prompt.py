@@ -160,7 +160,6 @@ class SkillContent:
         return "\n".join(parts)
 
 
-
 def _trim_body(body: str) -> str:
     # The guide trims the body; we drop blank lines at both ends but keep a first line's indentation
     # (it may be an indented code block), and use LF line ends whatever the file used.

@@ -1,7 +1,8 @@
 """The house rules, read from the package's own source with `ast` (nothing is imported):
 
 - no circles: the graph of the package's imports, function-level imports included, has no cycle;
-- layers: a module imports only its own layer and the layers before it in `LAYERS`;
+- layers: a module imports only its own layer and the layers before it in `LAYERS` (and, inside the sandbox,
+  only its own room and the rooms below it in `SANDBOX_ROOMS`);
 - size: no module over `MAX_LINES` lines unless its docstring has a line starting "Size:" saying why.
 
 Run as a script (`python tests/core/test_import_graph.py [PACKAGE_DIR]`) it prints what breaks the rules in
@@ -28,6 +29,12 @@ LAYERS = (
     ("root", ("ipyskills", "ipyskills.agent_loop")),  # the public face, and the deprecated old paths
     ("cli", ("ipyskills.cli", "ipyskills.__main__")),
 )
+
+# Rooms of the sandbox layer, in the same way: a room imports its own modules and the rooms of lower rank;
+# rooms of one rank (the two backends and the guard) import nothing from each other. Anything of the layer
+# not named here is the base room.
+SANDBOX_ROOMS = {"ipyskills.sandbox.guard": 1, "ipyskills.sandbox.docker": 1, "ipyskills.sandbox.local": 1,
+                 "ipyskills.sandbox.provision": 2, "ipyskills.sandbox.runner": 3}
 
 # The one allowed reach downward. `SkillRegistry` is the object everything talks to; its `run`,
 # `tool_schemas`, `dispatch`, `for_agent`, `eval_trigger` and `budget` hand over to the layer that does the
@@ -154,6 +161,25 @@ def _closed_path(graph: dict, part: list[str]) -> list[str]:
     return part
 
 
+def sandbox_room(module: str) -> tuple[str, int] | None:
+    if not module.startswith("ipyskills.sandbox."):
+        return None
+    for prefix, rank in SANDBOX_ROOMS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return prefix, rank
+    return "ipyskills.sandbox (base)", 0
+
+
+def room_breaks(graph: dict[str, dict[str, bool]]) -> list[str]:
+    found = []
+    for module, edges in sorted(graph.items()):
+        for target in sorted(edges):
+            mine, theirs = sandbox_room(module), sandbox_room(target)
+            if mine and theirs and mine[0] != theirs[0] and theirs[1] >= mine[1]:
+                found.append(f"{module} (room {mine[0]}) imports {target} (room {theirs[0]})")
+    return found
+
+
 def layer_breaks(graph: dict[str, dict[str, bool]]) -> list[str]:
     found = [f"{module} is in no layer; add it to LAYERS" for module in sorted(graph) if layer_of(module) is None]
     for module, edges in sorted(graph.items()):
@@ -191,6 +217,11 @@ def test_each_layer_imports_only_the_layers_before_it():
     assert not found, "imports against the layer order:\n" + "\n".join(found)
 
 
+def test_sandbox_rooms_import_only_rooms_below_them():
+    found = room_breaks(imports(PACKAGE))
+    assert not found, "imports against the sandbox's room order:\n" + "\n".join(found)
+
+
 def test_no_module_is_oversized_without_a_reason():
     found = oversized(PACKAGE)
     assert not found, "\n".join(found)
@@ -221,5 +252,7 @@ if __name__ == "__main__":
         print("cycle:", " -> ".join(path), f"({len(part)} modules tangled: {', '.join(part)})")
     for line in layer_breaks(graph):
         print("layer:", line)
+    for line in room_breaks(graph):
+        print("room:", line)
     for line in oversized(where):
         print("size:", line)

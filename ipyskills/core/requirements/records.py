@@ -40,7 +40,6 @@ BASE_REQUIREMENTS = Path(__file__).resolve().parents[2] / "sandbox" / "docker" /
 IMPORT_MAP = Path(__file__).resolve().parents[1] / "data" / "import_map.json"
 
 
-
 class _Skip(Exception):
     """A requirement text that is not turned into a requirement; the message says why."""
 

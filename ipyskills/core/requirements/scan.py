@@ -22,6 +22,7 @@ from .records import (
 from .skill_md import _scan_skill_md
 from .sources import _scan_pep723, _scan_pyproject, _scan_requirements
 
+
 def analyze(skill_dir: Path, *, skill_name: str = "", provided: Iterable[str] = (),
             compatibility: str = "") -> SkillRequirements:
     """Everything the skill at `skill_dir` needs; never raises for what is in the skill's files."""

@@ -15,6 +15,7 @@ import time
 from ..policy import Limits
 from ..result import Artifact, OutputBuffer, artifacts_note, printable_path
 
+
 def _send(raw, payload) -> None:
     try:
         for part in payload:

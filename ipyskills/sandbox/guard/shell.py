@@ -1,5 +1,9 @@
 """The shell checker: a tokenizer that understands quotes, comments, continuations, heredocs and command
-substitutions, then the `sh-*` rules on the commands and pipelines it finds."""
+substitutions, then the `sh-*` rules on the commands and pipelines it finds.
+
+Size: one job, the shell checker; its tokenizer and its rules share one walk over nested substitutions
+and heredocs (`_ShellChecker`), so splitting them would pass that state between modules.
+"""
 
 from __future__ import annotations
 
