@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 
 from .agent import loop as _loop
-from .agent.loop import *  # noqa: F403 (the old module's public names)
+from .agent.loop import *  # the old module's public names
 
 # stacklevel 2 names the importing line (warnings skips the import machinery's frames).
 warnings.warn("ipyskills.agent_loop is deprecated; import from ipyskills.agent.loop instead",

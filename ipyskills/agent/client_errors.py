@@ -8,7 +8,7 @@ import json
 import re
 
 from ..errors import SkillError
-from .transcript import INTERRUPTED, Transcript
+from .transcript import Transcript
 
 
 class ClientError(SkillError):

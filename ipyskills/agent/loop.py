@@ -43,12 +43,31 @@ from .client_errors import AgentInterrupted, ClientError, client_error, request_
 from .stand_ins import MatchingClient, ScriptedClient  # noqa: F401 (re-exported: the documented names)
 from .tools import AgentView
 from .transcript import (  # noqa: F401 (re-exported: the stop reasons and records callers read)
-    ANSWERED, EMPTY_REPLY, ERROR, INTERRUPTED, MAX_TURNS, TRUNCATED, Reply, Step, ToolCall, Transcript, Usage,
-    _compact, call_target,
+    ANSWERED,
+    EMPTY_REPLY,
+    ERROR,
+    INTERRUPTED,
+    MAX_TURNS,
+    TRUNCATED,
+    Reply,
+    Step,
+    ToolCall,
+    Transcript,
+    Usage,
+    _compact,
+    call_target,
 )
 from .transports import (  # noqa: F401 (re-exported)
-    DEFAULT_MAX_TOKENS, OWN_FIELDS, STREAM_REFUSED, STYLES, _get, detect_style, model_reply, request_options,
-    tool_results, usage_of,
+    DEFAULT_MAX_TOKENS,
+    OWN_FIELDS,
+    STREAM_REFUSED,
+    STYLES,
+    _get,
+    detect_style,
+    model_reply,
+    request_options,
+    tool_results,
+    usage_of,
 )
 
 DEFAULT_MAX_TURNS = 8

@@ -40,8 +40,19 @@ from ..errors import ConfigError, GuardBlocked, ResourceError, SandboxError, Ski
 from .inputs import MAX_AGENT_INPUTS, _input_name_problem, _inputs_folder, _listing
 from .report import _run_error_kind, _short, run_report
 from .schemas import (  # noqa: F401 (re-exported: the names an agent application imports from here)
-    CUT_MARK, DEFAULT_OUTPUT_CAP, EXECUTE_SKILL_SCRIPT, FORMATS, NO_MODEL_KEY, READ_SKILL, TOOL_NAMES,
-    ToolResult, _BadArguments, _error, _parse_arguments, cap_text, schemas_for,
+    CUT_MARK,
+    DEFAULT_OUTPUT_CAP,
+    EXECUTE_SKILL_SCRIPT,
+    FORMATS,
+    NO_MODEL_KEY,
+    READ_SKILL,
+    TOOL_NAMES,
+    ToolResult,
+    _BadArguments,
+    _error,
+    _parse_arguments,
+    cap_text,
+    schemas_for,
 )
 from .system_prompt import system_prompt_for
 

@@ -201,8 +201,8 @@ def run_cleanup(args) -> int:
     from ..errors import SandboxError
     from ..sandbox.docker.backend import cleanup
     from ..sandbox.docker.client import connect
-    from ..sandbox.local.run_files import remove_tree
     from ..sandbox.local.confine import remove_stale
+    from ..sandbox.local.run_files import remove_tree
     from ..sandbox.provision.docker_image import prune_dangling, remove_tags, unused_tags
     from ..sandbox.provision.local_site import cache_root, remove_dead_partials
     from ..sandbox.provision.sdist import forget_failures

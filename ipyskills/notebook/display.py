@@ -15,9 +15,28 @@ import json
 import shlex
 
 from .primitives import (  # noqa: F401 (esc, wrap, markdown_html...: re-exported, the names this module always had)
-    _IMAGE_MIMES, _STATUS_COLOUR, _STATUS_MARK, INLINE_IMAGE_CAP, badge, csv_html, details, display_cut, esc,
-    file_html, frontmatter_html, highlight_html, image_html, json_html, markdown_html, pre, problems_html,
-    problems_text, shorten, status_mark, tree_text, wrap,
+    _IMAGE_MIMES,
+    _STATUS_COLOUR,
+    _STATUS_MARK,
+    INLINE_IMAGE_CAP,
+    badge,
+    csv_html,
+    details,
+    display_cut,
+    esc,
+    file_html,
+    frontmatter_html,
+    highlight_html,
+    image_html,
+    json_html,
+    markdown_html,
+    pre,
+    problems_html,
+    problems_text,
+    shorten,
+    status_mark,
+    tree_text,
+    wrap,
 )
 
 TABLE_ROWS = 50  # catalog rows shown before "showing N of M"

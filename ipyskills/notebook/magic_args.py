@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import shlex
-import sys
 
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError

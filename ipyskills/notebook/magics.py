@@ -42,7 +42,13 @@ from .display import (
     content_bundle,
 )
 from .magic_args import (  # noqa: F401 (strip_comment: re-exported)
-    HelpShown, _check_agent_options, _check_lab_options, _names, _optional_rest, parse, strip_comment,
+    HelpShown,
+    _check_agent_options,
+    _check_lab_options,
+    _names,
+    _optional_rest,
+    parse,
+    strip_comment,
 )
 
 SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent", "deps", "eval",

@@ -9,7 +9,7 @@ from ..errors import ConfigError, GuardBlocked, ProvisionError, RunInterrupted, 
 from ..settings import DEFAULT_IMAGE
 from .interrupts import shield_repeated_interrupts
 from .policy import Limits
-from .request import RunRequest  # noqa: F401 (re-exported: callers build requests from here)
+from .request import RunRequest  # callers import it from here too
 from .result import ExecuteResult
 
 BACKENDS = ("auto", "docker", "local")
@@ -27,7 +27,7 @@ def select_backend(name: str, image: str, settings=None):
         raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
     if name == "local":
         return backend_class("local")(), ""
-    DockerBackend = backend_class("docker")  # noqa: N806 (a class)
+    DockerBackend = backend_class("docker")  # a class
     if settings is not None and settings.pool_size != 0:  # a negative size is refused by the pool
         docker = DockerBackend(image=image, pool_size=settings.pool_size, pool_max=settings.pool_max,
                                pool_limits=Limits.from_settings(settings), runtime=settings.runtime)

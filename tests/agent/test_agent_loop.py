@@ -14,8 +14,8 @@ import pytest
 
 from ipyskills.agent import loop as agent_loop
 from ipyskills.agent.loop import ANSWERED, MAX_TURNS, TRUNCATED, ScriptedClient, detect_style, run_agent
-from ipyskills.core.registry import SkillRegistry
 from ipyskills.agent.tools import AgentView
+from ipyskills.core.registry import SkillRegistry
 from ipyskills.errors import ConfigError, SkillError
 
 READ = ("read_skill", {"skill_name": "data-tool"})

@@ -20,8 +20,8 @@ from ipyskills.agent.loop import (
     request_options,
     run_agent,
 )
-from ipyskills.errors import ConfigError
 from ipyskills.agent.prompt_lab.trigger_eval import eval_trigger
+from ipyskills.errors import ConfigError
 
 from .fake_api import (
     LLAMA_CPP_500_CONTENT_MISSING,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from ipyskills.agent.loop import ANSWERED, ScriptedClient, run_agent
-from ipyskills.core.registry import SkillRegistry
 from ipyskills.agent.tools import AgentView
+from ipyskills.core.registry import SkillRegistry
 from ipyskills.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

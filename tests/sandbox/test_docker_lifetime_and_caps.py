@@ -117,8 +117,8 @@ print("done")
 
 def test_twenty_thousand_output_files_are_flagged_in_every_rendering(run_in_docker):
     """Before: 20,000 output files came back as 100 with no flag and no note."""
-    from ipyskills.cli.run_cmd import _notes
     from ipyskills.agent.tools import run_report
+    from ipyskills.cli.run_cmd import _notes
     from ipyskills.notebook.display import result_bundle
 
     result = run_in_docker({"many.py": MANY}, "many.py", timeout=60)
@@ -189,7 +189,7 @@ def test_the_launcher_ends_the_run_at_its_own_deadline(docker_backend, skill_mak
     open) left the script running for ever. Now the launcher kills it at the deadline, and the container
     removes itself."""
     from ipyskills.sandbox.docker.cleanup import _remove
-from ipyskills.sandbox.docker.containers import create_container, start_attached
+    from ipyskills.sandbox.docker.containers import create_container, start_attached
     from ipyskills.sandbox.policy import Limits
 
     client = docker_backend.client()

@@ -207,8 +207,8 @@ OWNER = textwrap.dedent("""
 def test_a_killed_owner_takes_its_run_along_and_its_folder_goes_at_the_next_start(request):
     import tempfile
 
-    from ipyskills.sandbox.local.run_files import remove_tree
     from ipyskills.sandbox.local.confine import remove_stale
+    from ipyskills.sandbox.local.run_files import remove_tree
 
     factory = SkillFactory()
     request.addfinalizer(factory.cleanup)

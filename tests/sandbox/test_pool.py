@@ -324,7 +324,6 @@ def test_an_orphaned_pooled_launcher_gives_up_by_itself(docker_backend):
         sock.close()
         with contextlib.suppress(docker_errors.APIError):
             client.api.remove_container(container_id, force=True)
-        from ipyskills.sandbox.docker import backend as db
         from ipyskills.sandbox.docker import cleanup as dc
 
         dc._live.pop(container_id, None)

@@ -21,8 +21,8 @@ import pytest
 from ipyskills import SkillError, SkillRegistry
 from ipyskills.errors import SandboxError
 from ipyskills.sandbox.docker import backend as db
-from ipyskills.sandbox.docker import containers as dcont
 from ipyskills.sandbox.docker import cleanup as dc
+from ipyskills.sandbox.docker import containers as dcont
 from ipyskills.sandbox.docker import pool as pool_mod
 from ipyskills.settings import Settings
 

@@ -23,8 +23,18 @@ sandbox image already has goes to `provided` instead of `python`. Anything not t
 from __future__ import annotations
 
 from .records import (
-    BASE_REQUIREMENTS, IMPORT_MAP, KNOWN_PROGRAMS, MAX_BYTES, MAX_FILES, OFFICE_PROGRAMS, SOURCE_ORDER, ProgramUse,
-    Requirement, SkillRequirements, default_provided, normalise,
+    BASE_REQUIREMENTS,
+    IMPORT_MAP,
+    KNOWN_PROGRAMS,
+    MAX_BYTES,
+    MAX_FILES,
+    OFFICE_PROGRAMS,
+    SOURCE_ORDER,
+    ProgramUse,
+    Requirement,
+    SkillRequirements,
+    default_provided,
+    normalise,
 )
 from .scan import _Scan, analyze, analyze_cached
 

@@ -16,8 +16,18 @@ from ..resources import SKILL_FILE_NAMES, SKIP_DIRS
 from .imports import _parse, _scan_imports
 from .programs import _scan_python_programs, _shell_programs
 from .records import (
-    _OFFICE_WORDS, KNOWN_PROGRAMS, MAX_BYTES, MAX_FILES, OFFICE_PROGRAMS, SOURCE_ORDER, ProgramUse, Requirement,
-    SkillRequirements, _parse_requirement, _Skip, normalise,
+    _OFFICE_WORDS,
+    KNOWN_PROGRAMS,
+    MAX_BYTES,
+    MAX_FILES,
+    OFFICE_PROGRAMS,
+    SOURCE_ORDER,
+    ProgramUse,
+    Requirement,
+    SkillRequirements,
+    _parse_requirement,
+    _Skip,
+    normalise,
 )
 from .skill_md import _scan_skill_md
 from .sources import _scan_pep723, _scan_pyproject, _scan_requirements

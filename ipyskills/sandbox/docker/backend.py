@@ -37,11 +37,29 @@ from ..result import ExecuteResult, OutputBuffer
 from . import cleanup as _cleanup
 from . import client as docker_client
 from .cleanup import (  # noqa: F401 (LABEL*, cleanup, flush_removals: re-exported for callers of the backend)
-    LABEL, LABEL_HOST, LABEL_PID, _endpoint_of, _forget, _remove, cleanup, flush_removals, remove_later,
+    LABEL,
+    LABEL_HOST,
+    LABEL_PID,
+    _endpoint_of,
+    _forget,
+    _remove,
+    cleanup,
+    flush_removals,
+    remove_later,
 )
-from .containers import (  # noqa: F401 (WORKSPACE: re-exported)
-    DEADLINE_GRACE, HOME_SEED, OUTPUT_DIR, SKILL_COPY_CAP, UID, WORKDIR, WORKSPACE, _image_seen,
-    create_container, isolation_line, start_attached, trailer_cap,
+from .containers import (  # WORKSPACE: callers (sdist) import it from here too
+    DEADLINE_GRACE,
+    HOME_SEED,
+    OUTPUT_DIR,
+    SKILL_COPY_CAP,
+    UID,
+    WORKDIR,
+    WORKSPACE,
+    _image_seen,
+    create_container,
+    isolation_line,
+    start_attached,
+    trailer_cap,
 )
 from .runtime import choose as choose_runtime
 from .stream import _send, _StreamReader

@@ -14,8 +14,18 @@ from ...errors import SandboxError
 from ..policy import Limits
 from . import client as docker_client
 from .cleanup import (
-    LABEL, LABEL_CREATE, LABEL_HOST, LABEL_PID, LABEL_POOL, _creating, _endpoint_of, _heal_later, _live, _live_lock,
-    _lost, _remove,
+    LABEL,
+    LABEL_CREATE,
+    LABEL_HOST,
+    LABEL_PID,
+    LABEL_POOL,
+    _creating,
+    _endpoint_of,
+    _heal_later,
+    _live,
+    _live_lock,
+    _lost,
+    _remove,
 )
 from .runtime import RUNC, Runtime
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ...errors import SandboxError
-from .runtime import DAEMON_JSON, GVISOR_ARGS, GVISOR_RUNTIME, BACKPORTS_LIST, forget_offered, offered
+from .runtime import BACKPORTS_LIST, DAEMON_JSON, GVISOR_ARGS, GVISOR_RUNTIME, forget_offered, offered
 
 
 def setup_gvisor(log=print, client=None) -> str:

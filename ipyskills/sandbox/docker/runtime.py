@@ -11,8 +11,6 @@ VMs (kvm hangs in a nested VM).
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from pathlib import Path
 
 from ...errors import SandboxError
 from ...settings import check_runtime
+
 GVISOR_RUNTIME = "ipyskills-runsc"  # the runtime name registered in daemon.json
 GVISOR_ARGS = ("--network=none", "--platform=systrap")
 DAEMON_JSON = Path("/etc/docker/daemon.json")

@@ -71,10 +71,10 @@ from pathlib import Path
 
 from ...errors import RunInterrupted, SandboxError
 from .. import signals
-from ..result import Artifact, ExecuteResult, OutputBuffer
 from ..request import RunRequest
+from ..result import Artifact, ExecuteResult, OutputBuffer
 from . import confine as local_confine
-from .run_files import collect_artifacts, remove_tree  # noqa: F401 (remove_tree: re-exported)
+from .run_files import collect_artifacts, remove_tree  # remove_tree: callers import it from here too
 from .run_uids import _target_ids, _wait_group_gone, kill_processes_of, sweep_files_of
 from .skill_copy import copy_skill
 
