@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..agent.tools import TOOL_NAMES
+from ..agent.schemas import TOOL_NAMES
 from ..errors import SkillError
 
 _COMPLETED = {"%skill_load": "load", "%skill_run": "run", "%%skill_run": "run", "%skill": "author",

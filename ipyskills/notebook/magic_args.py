@@ -11,8 +11,8 @@ import shlex
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 
+from ..agent.schemas import FORMATS as TOOL_FORMATS
 from ..agent.system_prompt import PROMPT_FORMATS
-from ..agent.tools import FORMATS as TOOL_FORMATS
 
 HELP_WORDS = ("-h", "--help")
 

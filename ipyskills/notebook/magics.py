@@ -26,7 +26,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from traitlets import List, Unicode
 
-from ..agent.tools import FORMATS as TOOL_FORMATS
+from ..agent.schemas import FORMATS as TOOL_FORMATS
 from ..errors import SkillError
 from .completion import make_completer  # noqa: F401 (re-exported: the extension's old import place)
 from .config import IPySkillsConfig
