@@ -1,4 +1,5 @@
-"""Skills as agent tools: the tool schemas, the dispatcher, and the filtered view one agent gets.
+"""Skills as agent tools: the dispatcher and the filtered view one agent gets (the schemas and argument
+checks are in schemas.py, the run report in report.py, the inputs folder in inputs.py).
 
 Two tools, with the names and parameters of WeKnora's design so an agent written for it works unchanged:
 
@@ -11,7 +12,7 @@ Two tools, with the names and parameters of WeKnora's design so an agent written
 Framing: whatever a script prints or a skill file holds, a tool result has exactly one opening and one
 closing tag of its block (`<script_result>`, `<skill_content>`, `<skill_resource>`) and of each section
 (`<stdout>`, `<stderr>`, `<artifacts>`, `<skill_resources>`): text placed inside is passed through
-`prompt.neutralise`, which writes the `<` of any look-alike of those tags as `&lt;`, and every part of the
+`core.prompt.neutralise`, which writes the `<` of any look-alike of those tags as `&lt;`, and every part of the
 frame is capped on its own, so no cut can remove a tag. The status and exit code are in the opening tag
 and the Status line, from the result itself.
 
