@@ -20,17 +20,11 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'ipyskills' has no attribute {name!r}")
 
 
-_default_registry = None
-
-
 def registry():
     """The process-wide registry the magics and `ipyskills.browse()` use (created on first call)."""
-    global _default_registry
-    if _default_registry is None:
-        from .core.registry import SkillRegistry
+    from .core.registry import shared_registry
 
-        _default_registry = SkillRegistry()
-    return _default_registry
+    return shared_registry()
 
 
 def load_ipython_extension(ip) -> None:

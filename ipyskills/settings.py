@@ -5,7 +5,9 @@ The notebook's traitlets config (`c.IPySkills.*`) starts from these same values.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, fields, replace
 
 from .errors import ConfigError
@@ -56,7 +58,7 @@ class Settings:
         # Sizes may be given as '256m' or a number of bytes; stored as bytes, checked here so a bad value
         # fails when it is set, not at the first run.
         for name in SIZE_FIELDS:
-            object.__setattr__(self, name, _size(getattr(self, name), name))
+            object.__setattr__(self, name, parse_size(getattr(self, name), name))
         check_runtime(self.runtime, "runtime")
 
     def with_overrides(self, **changes) -> Settings:
@@ -90,7 +92,7 @@ def _coerce(name: str, default, raw: str):
     if isinstance(default, tuple):
         return tuple(p for p in raw.split(os.pathsep) if p)
     if name in SIZE_FIELDS:
-        return _size(raw, f"IPYSKILLS_{name.upper()}")
+        return parse_size(raw, f"IPYSKILLS_{name.upper()}")
     try:
         if isinstance(default, int):
             return int(raw)
@@ -123,8 +125,23 @@ def check_runtime(value, what: str = "runtime") -> str:
     return value
 
 
-def _size(value, what: str) -> int:
-    """Bytes from 256m / 1g / 64MiB / a number, or a ConfigError that says what a size looks like."""
-    from .sandbox.policy import parse_size
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)(?:i?[bB])?\s*$")
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
-    return parse_size(value, what)
+
+def parse_size(value, what: str = "size") -> int:
+    """Bytes from an int or a string like '256m', '1g', '64MiB', '4096'."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{what}: expected a size like 256m or 1g, got {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ConfigError(f"{what}: expected a size like 256m or 1g, got {value!r}")
+        n = int(value)
+    else:
+        m = _SIZE.match(str(value))
+        if not m:
+            raise ConfigError(f"{what}: expected a size like 256m, 1g or a number of bytes, got {value!r}")
+        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if n <= 0:
+        raise ConfigError(f"{what}: must be greater than zero, got {value!r}")
+    return n

@@ -152,8 +152,9 @@ MUTATIONS = [
              "return not docker_client.is_local(client)", "return False", REMOTE,
              limit=1800),  # a private engine starts and loads the image first (up to 900 s per test)
     mutation("auto-notice", 'backend="auto" says visibly when it falls back to local',
-             'return LocalBackend(), f"backend auto: Docker not used ({reason}); ran on the local backend instead"',
-             'return LocalBackend(), ""', FALLBACK),
+             'return backend_class("local")(), f"backend auto: Docker not used ({reason}); ran on the local backend '
+             'instead"',
+             'return backend_class("local")(), ""', FALLBACK),
     # -- the local backend -----------------------------------------------------------------------------------
     mutation("local-netns", "local: no network where namespaces allow it (network namespace never made)",
              "net = CLONE_NEWNET if want_net else 0", "net = 0", LOCAL),

@@ -227,7 +227,7 @@ def _shared_engine():
 
 
 def _leftover_containers(client, owners: set[str]) -> list[dict]:
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID
 
     listed = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
     return [c for c in listed if (c.get("Labels") or {}).get(LABEL_PID) in owners]
@@ -236,7 +236,7 @@ def _leftover_containers(client, owners: set[str]) -> list[dict]:
 def _check_containers(client, owners: set[str]) -> None:
     import sys
 
-    from ipyskills.sandbox.docker.backend import LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL_PID
     from ipyskills.sandbox.owners import pid_alive
 
     if "ipyskills.sandbox.docker.pool" in sys.modules:  # a warm pool holds containers on purpose: empty it

@@ -188,7 +188,7 @@ def run_status(args) -> int:
 
 
 def run_gvisor(args) -> int:
-    from ..sandbox.docker.runtime import setup_gvisor
+    from ..sandbox.docker.gvisor_setup import setup_gvisor
 
     line = setup_gvisor(log=lambda text: print(text, flush=True))
     print(f"gVisor is ready: {line}")
@@ -201,8 +201,8 @@ def run_cleanup(args) -> int:
     from ..errors import SandboxError
     from ..sandbox.docker.backend import cleanup
     from ..sandbox.docker.client import connect
-    from ..sandbox.local.backend import remove_tree
     from ..sandbox.local.confine import remove_stale
+    from ..sandbox.local.run_files import remove_tree
     from ..sandbox.provision.docker_image import prune_dangling, remove_tags, unused_tags
     from ..sandbox.provision.local_site import cache_root, remove_dead_partials
     from ..sandbox.provision.sdist import forget_failures

@@ -40,6 +40,7 @@ TOOL_INSTRUCTIONS = (
 RELATIVE_PATHS_NOTE = "Relative paths in this skill are relative to the skill directory."
 
 LEVEL2_CAP = 30_000  # characters of a whole <skill_content> text (the agent tools' result cap too)
+CUT_MARK = "\n[ipyskills: {cut} characters cut here; a tool result is capped at {cap} characters]\n"
 BODY_CUT_MARK = ("\n\n[ipyskills: SKILL.md body cut here; {left} (level-2 text is capped at {cap} characters). "
                  "Move long material into references/ files.]")
 # The tags of agent text. Text placed inside a block never contains one of them: see neutralise().
@@ -159,7 +160,6 @@ class SkillContent:
         return "\n".join(parts)
 
 
-
 def _trim_body(body: str) -> str:
     # The guide trims the body; we drop blank lines at both ends but keep a first line's indentation
     # (it may be an indented code block), and use LF line ends whatever the file used.
@@ -188,8 +188,27 @@ class SkillResource:
         head = f'<skill_resource skill="{_esc(self.skill)}" path="{_esc(self.path)}">\n'
         tail = "</skill_resource>"
         if cap is not None and len(head) + len(text) + 1 + len(tail) > cap:
-            from .tools import cap_text
-
             text = cap_text(text, max(cap - len(head) - len(tail) - 1, 0), result_cap=cap)
         end = "" if text.endswith("\n") or not text else "\n"
         return f"{head}{text}{end}{tail}"
+
+
+def cap_text(text: str, cap: int = LEVEL2_CAP, *, result_cap: int | None = None) -> str:
+    """`text` if it fits in `cap` characters, else its start and end around a mark saying how much was cut.
+
+    The result is never longer than `cap` (as long as `cap` leaves room for the mark itself). The mark
+    names `result_cap` (default `cap`): the limit of the whole tool result when `text` is one part of it.
+    """
+    if len(text) <= cap:
+        return text
+    cut = len(text) - cap
+    while True:  # the mark's length depends on the number in it; settle it in a step or two
+        mark = CUT_MARK.format(cut=cut, cap=cap if result_cap is None else result_cap)
+        keep = max(cap - len(mark), 0)
+        new_cut = len(text) - keep
+        if new_cut == cut:
+            break
+        cut = new_cut
+    head = keep - keep // 3  # the start usually says what this is; the end holds the error or the summary
+    tail = keep - head
+    return text[:head] + mark + (text[len(text) - tail:] if tail else "")

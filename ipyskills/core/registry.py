@@ -240,7 +240,7 @@ class SkillRegistry:
                     network=None, deps=None, inputs=None, **limits):
         """The RunRequest `run()` would hand to the runner (script confined, limits checked)."""
         from ..sandbox.policy import Limits
-        from ..sandbox.runner import RunRequest
+        from ..sandbox.request import RunRequest
 
         meta = self.get(name)
         if not isinstance(script, str):
@@ -319,45 +319,45 @@ class SkillRegistry:
                        provided=default_provided() if provided is None else provided,
                        compatibility=compatibility if isinstance(compatibility, str) else "")
 
-    # --- agent tools (ipyskills.core.tools) -----------------------------------------------------------
+    # --- agent tools (ipyskills.agent.tools) -----------------------------------------------------------
 
     def tool_schemas(self, format: str = "openai", **view_options) -> list[dict]:
         """read_skill / execute_skill_script as JSON Schema tools ([] when no skills are visible)."""
-        from . import tools
+        from ..agent import tools
 
         return tools.tool_schemas(self, format, **view_options)
 
     def dispatch(self, tool_name: str, arguments=None, **view_options):
         """The exact text a model gets for one tool call (a ToolResult; errors come back as text)."""
-        from . import tools
+        from ..agent import tools
 
         return tools.dispatch(self, tool_name, arguments, **view_options)
 
     def system_prompt(self, format: str = "xml", **view_options) -> str:
         """Catalog plus behavioural instructions ("" when no skills are visible)."""
-        from . import tools
+        from ..agent import tools
 
         return tools.system_prompt(self, format, **view_options)
 
     def for_agent(self, allow=None, disabled=(), **options):
         """An AgentView: one conversation's filtered catalog, tools, dispatcher and activation tracker."""
-        from . import tools
+        from ..agent import tools
 
         return tools.AgentView(self, allow, disabled, **options)
 
     def eval_trigger(self, name: str, queries, *, client, model: str, **options):
         """Trigger eval of skill `name`: does its description make the model load it when it should?
-        See `ipyskills.prompt_lab.trigger_eval.eval_trigger` (runs=, descriptions=, parallel=, allow=...).
+        See `ipyskills.agent.prompt_lab.trigger_eval.eval_trigger` (runs=, descriptions=, parallel=, allow=...).
         `allow` / `disabled` filter what the model sees, as in `for_agent`."""
-        from ..prompt_lab.trigger_eval import eval_trigger
+        from ..agent.prompt_lab.trigger_eval import eval_trigger
 
         view = self.for_agent(options.pop("allow", None), options.pop("disabled", ()))
         return eval_trigger(view, name, queries, client=client, model=model, **options)
 
     def budget(self, name: str | None = None, **options):
         """Characters and tokens of each skill at levels 1 and 2 and its largest files, against the
-        specification's guidance (`ipyskills.prompt_lab.budget.skill_budget`: client=, model=, counter=)."""
-        from ..prompt_lab.budget import skill_budget
+        specification's guidance (`ipyskills.agent.prompt_lab.budget.skill_budget`: client=, model=, counter=)."""
+        from ..agent.prompt_lab.budget import skill_budget
 
         return skill_budget(self, name, **options)
 
@@ -453,3 +453,15 @@ def _check_stdin(stdin) -> bytes:
     if isinstance(stdin, (bytes, bytearray)):
         return bytes(stdin)
     raise SandboxError(f"stdin must be str or bytes, got {type(stdin).__name__}")
+
+
+_shared: SkillRegistry | None = None
+
+
+def shared_registry() -> SkillRegistry:
+    """The process-wide registry (`ipyskills.registry()`), created on first call. It lives here, not in the
+    package root, so the notebook can reach it without importing the root that loads the notebook."""
+    global _shared
+    if _shared is None:
+        _shared = SkillRegistry()
+    return _shared

@@ -1,7 +1,7 @@
 """The prompt-lab magics' work: `%%skill_agent`, `%skills eval`, `%skills budget`.
 
 `magics.py` declares the magics and their options; this module finds the client, calls the core
-(`agent_loop.run_agent`, `prompt_lab`) and renders, live where it takes time.
+(`agent.loop.run_agent`, `agent.prompt_lab`) and renders, live where it takes time.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _display(obj):
 
 def skill_agent(magics, args, cell: str):
     """Run the tool loop for the cell's message and show the transcript live; returns the Transcript."""
-    from ..agent_loop import run_agent
+    from ..agent.loop import run_agent
     from .lab_display import TranscriptView
 
     if not cell.strip():
@@ -103,7 +103,7 @@ def skill_agent(magics, args, cell: str):
         elif handle is not None:
             handle.update(shown["view"])
 
-    from ..agent_loop import AgentInterrupted
+    from ..agent.loop import AgentInterrupted
     from ..sandbox.interrupts import shield_repeated_interrupts
 
     # Only the first Ctrl-C counts until the loop has stopped (a second one would cut short the removal
@@ -129,7 +129,7 @@ def skill_agent(magics, args, cell: str):
 
 def skills_eval(magics, args):
     """`%skills eval NAME --queries VAR ...`: the trigger eval with live progress; returns the report view."""
-    from ..prompt_lab.trigger_eval import DEFAULT_RUNS, eval_trigger
+    from ..agent.prompt_lab.trigger_eval import DEFAULT_RUNS, eval_trigger
     from .lab_display import EvalProgress, TriggerReportView
 
     if not args.queries:
@@ -177,7 +177,7 @@ def skills_eval(magics, args):
 
 def skills_budget(magics, args):
     """`%skills budget [NAME]`: the level costs; the provider's counter when the session's client has one."""
-    from ..prompt_lab.budget import skill_budget
+    from ..agent.prompt_lab.budget import skill_budget
     from .lab_display import BudgetView
 
     client, _ = resolve_client(magics, args.client, required=False)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ResourceError, SkillError, SkillNotFound
-from .display import esc, report_parts, wrap
+from .display import report_parts
+from .primitives import esc, wrap
 
 SKILL_MD = "SKILL.md"
 

@@ -210,7 +210,7 @@ class SkillBrowser(w.VBox):
 def browse(registry=None) -> SkillBrowser:
     """The widget browser over `registry` (default: the process-wide `ipyskills.registry()`)."""
     if registry is None:
-        import ipyskills
+        from ..core.registry import shared_registry
 
-        registry = ipyskills.registry()
+        registry = shared_registry()
     return SkillBrowser(registry)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..core.requirements_report import install_summary, requirements_text
-from .display import Displayed, esc, wrap
+from .display import Displayed
+from .primitives import esc, wrap
 
 PROGRESS_LINES = 8  # the newest stage lines shown while dependencies are being installed
 

@@ -28,7 +28,8 @@ def _format(obj):
 
 
 def load_ipython_extension(ip) -> None:
-    from .magics import IPySkills, make_completer
+    from .completion import make_completer
+    from .magics import IPySkills
 
     if id(ip) in _loaded:
         return

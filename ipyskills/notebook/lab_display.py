@@ -1,14 +1,15 @@
 """Rich views for the prompt lab: a conversation transcript, a trigger-eval report, a budget table.
 
-They only render core objects (`agent_loop.Transcript`, `prompt_lab.trigger_eval.TriggerReport`,
-`prompt_lab.budget.BudgetReport`). Model text and tool results are untrusted: every piece is escaped and
+They only render agent-layer objects (`agent.loop.Transcript`, `agent.prompt_lab.trigger_eval.TriggerReport`,
+`agent.prompt_lab.budget.BudgetReport`). Model text and tool results are untrusted: every piece is escaped and
 shown in <pre>, never as Markdown or HTML.
 """
 
 from __future__ import annotations
 
-from ..agent_loop import EMPTY_REPLY
-from .display import Displayed, details, esc, pre, shorten, wrap
+from ..agent.loop import EMPTY_REPLY
+from .display import Displayed
+from .primitives import details, esc, pre, shorten, wrap
 
 _OK, _BAD, _MUTED = "#1a7f37", "#cf222e", "#6e7781"
 # JupyterLab right-aligns table cells (`:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td`) and shrinks SVGs
@@ -29,7 +30,7 @@ def _is_answer(transcript, step) -> bool:
 
 
 def _args_text(arguments) -> str:
-    from ..agent_loop import _compact  # the transcript shows arguments exactly as the loop records them
+    from ..agent.loop import _compact  # the transcript shows arguments exactly as the loop records them
 
     return _compact(arguments)
 
@@ -201,7 +202,7 @@ class BudgetView(Displayed):
         self.report = report
 
     def mimebundle(self) -> dict:
-        from ..prompt_lab.budget import INSTRUCTION_TOKENS, METADATA_TOKENS
+        from ..agent.prompt_lab.budget import INSTRUCTION_TOKENS, METADATA_TOKENS
 
         r = self.report
         rows = ""

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from .display import esc, wrap
+from .primitives import esc, wrap
 
 LIVE_AFTER = 0.5  # seconds a run must last before its live display appears
 REFRESH_EVERY = 0.25  # seconds between redraws of the live display

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import hashlib
-import shlex
 import sys
 from pathlib import Path
 
@@ -27,10 +26,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from traitlets import List, Unicode
 
-from ..core.agent_prompt import PROMPT_FORMATS
-from ..core.tools import FORMATS as TOOL_FORMATS
-from ..core.tools import TOOL_NAMES
+from ..agent.schemas import FORMATS as TOOL_FORMATS
 from ..errors import SkillError
+from .completion import make_completer  # noqa: F401 (re-exported: the extension's old import place)
 from .config import IPySkillsConfig
 from .display import (
     AgentSettings,
@@ -42,6 +40,15 @@ from .display import (
     ToolCallView,
     ToolSchemas,
     content_bundle,
+)
+from .magic_args import (  # noqa: F401 (strip_comment: re-exported)
+    HelpShown,
+    _check_agent_options,
+    _check_lab_options,
+    _names,
+    _optional_rest,
+    parse,
+    strip_comment,
 )
 
 SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent", "deps", "eval",
@@ -61,96 +68,6 @@ class MagicError(SkillError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"\x1b[0;31m{type(self.original).__name__}\x1b[0m: {self}"]
-
-
-HELP_WORDS = ("-h", "--help")
-
-
-class HelpShown(Exception):
-    """Raised by `parse` after printing a magic's help; the magic returns nothing."""
-
-
-def parse(magic, line: str) -> argparse.Namespace:
-    """POSIX-style splitting (quotes group words, as in a shell), then the magic's argparse parser.
-    `-h`/`--help` among the magic's own options prints its help (raising HelpShown); after the words that
-    go to a script (%%skill_run's ARGS) they are the script's. A mistyped option gets a "did you mean"."""
-    try:
-        argv = shlex.split(strip_comment(line))
-    except ValueError as exc:
-        raise UsageError(f"{exc} in {line!r}; close the quote or escape it") from None
-    parser = magic.parser
-    if any(word in HELP_WORDS for word in _own_words(parser, argv)):
-        print(parser.format_help())
-        raise HelpShown
-    try:
-        return parser.parse_args(argv)
-    except UsageError as exc:
-        raise UsageError(str(exc) + _option_hint(parser, str(exc))) from None
-
-
-def strip_comment(line: str) -> str:
-    """`line` without a trailing `# comment`, as a shell reads it: a `#` starting a word, outside quotes
-    (so `%skills add ./x   # why` works as written in the README; `"#tag"` and `a#b` stay words)."""
-    quote, escaped, word_start = None, False, True  # word_start: the last character ended a word
-    for i, ch in enumerate(line):
-        if escaped:
-            escaped, word_start = False, False
-        elif ch == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote, word_start = ch, False
-        elif ch == "#" and word_start:
-            return line[:i]
-        else:
-            word_start = ch.isspace()
-    return line
-
-
-def _own_words(parser, argv: list[str]) -> list[str]:
-    """The words that are the magic's own: all of them, or for a magic whose last positional takes the
-    rest of the line (a script's ARGS), those before its fixed positionals end."""
-    rest = [a for a in parser._actions if a.nargs == argparse.REMAINDER]
-    if not rest:
-        return argv
-    fixed = len([a for a in parser._actions if not a.option_strings and a.nargs != argparse.REMAINDER])
-    takes_value = {o for a in parser._actions if a.option_strings and a.nargs != 0 for o in a.option_strings}
-    own, positionals, skip = [], 0, False
-    for word in argv:
-        if skip:
-            skip = False
-            continue
-        if word.startswith("-") and positionals == 0:
-            own.append(word)
-            skip = word in takes_value
-            continue
-        positionals += 1
-        if positionals >= fixed:
-            break
-    return own
-
-
-def _option_hint(parser, message: str) -> str:
-    """'; did you mean --filter?' for an unrecognized option close to a real one."""
-    if "unrecognized arguments" not in message:
-        return ""
-    options = [o for a in parser._actions for o in a.option_strings]
-    hints = []
-    for word in message.split("unrecognized arguments:", 1)[1].split():
-        close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
-        if close:
-            hints.append(f"{close[0]} (for {word})")
-    return f"; did you mean {', '.join(hints)}?" if hints else ""
-
-
-class _optional_rest(ma.argument):
-    """A REMAINDER positional that may be empty: argparse counts it as required, so a missing
-    SCRIPT would read "required: SCRIPT, ARGS" although ARGS may be left out."""
-
-    def add_to_parser(self, parser, group):
-        action = (group or parser).add_argument(*self.args, **self.kwds)
-        action.required = False
 
 
 @magics_class
@@ -181,9 +98,9 @@ class IPySkills(IPySkillsConfig, Magics):
     def registry(self):
         """The process-wide registry (`ipyskills.registry()`), with this config applied on first use."""
         if self._registry is None:
-            import ipyskills
+            from ..core.registry import shared_registry
 
-            self._registry = ipyskills.registry()
+            self._registry = shared_registry()
             self._push_settings()
         return self._registry
 
@@ -720,127 +637,3 @@ def apply_settings(registry, settings) -> None:
     registry.configure(settings)
 
 
-def _names(value: str | None) -> list[str]:
-    """"a, b,c" -> ["a", "b", "c"]."""
-    return [n.strip() for n in (value or "").split(",") if n.strip()]
-
-
-_AGENT_OPTIONS = {"--format": ("prompt", "tools"), "--allow": ("prompt", "tools", "agent"),
-                  "--disable": ("agent",), "--enable": ("agent",), "--reset": ("agent",)}
-
-
-_LAB_OPTIONS = {"--queries": ("eval",), "--client": ("eval", "budget"), "--model": ("eval", "budget"),
-                "--runs": ("eval",), "--description": ("eval",), "--descriptions": ("eval",),
-                "--parallel": ("eval",), "--option": ("eval",), "-o": ("eval", "budget")}
-
-
-def _check_lab_options(command: str, args) -> None:
-    """Usage errors for prompt-lab options given to another command, or with bad values."""
-    given = {"--queries": args.queries, "--client": args.client, "--model": args.model, "--runs": args.runs,
-             "--description": args.description, "--descriptions": args.descriptions,
-             "--parallel": args.parallel, "--option": args.option, "-o": args.var}
-    for option, value in given.items():
-        if value is not None and command not in _LAB_OPTIONS[option]:
-            takers = " or ".join(f"%skills {c}" for c in _LAB_OPTIONS[option])
-            raise UsageError(f"{option} applies to {takers}, not to %skills {command}")
-    if args.runs is not None and args.runs < 1:
-        raise UsageError("--runs must be at least 1")
-    if args.parallel is not None and not 1 <= args.parallel <= 32:
-        raise UsageError("--parallel must be from 1 to 32")
-    if args.var is not None and not args.var.isidentifier():
-        raise UsageError(f"-o needs a Python variable name, got {args.var!r}")
-
-
-def _check_agent_options(command: str, args) -> None:
-    """Usage errors for agent options given to a command that does not take them, or with bad values."""
-    given = {"--format": args.format, "--allow": args.allow, "--disable": args.disable,
-             "--enable": args.enable, "--reset": args.reset or None}
-    for option, value in given.items():
-        if value is not None and command not in _AGENT_OPTIONS[option]:
-            takers = " or ".join(f"%skills {c}" for c in _AGENT_OPTIONS[option])
-            raise UsageError(f"{option} applies to {takers}, not to %skills {command}")
-    formats = {"prompt": PROMPT_FORMATS, "tools": TOOL_FORMATS}.get(command)
-    if args.format is not None and args.format not in formats:
-        raise UsageError(f"%skills {command} --format must be {' or '.join(formats)}, got {args.format!r}")
-    if command == "prompt" and args.allow is not None and args.format is None:
-        raise UsageError("%skills prompt --allow needs --format xml or markdown: bare %skills prompt is the "
-                         "catalog of every skill, the agent's filtered system prompt is %skills prompt --format")
-    for option in ("--allow", "--disable", "--enable"):
-        value = given[option]
-        if value is not None and not _names(value):
-            raise UsageError(f"{option} needs skill names separated by commas, like {option} a,b")
-
-
-# ---------------------------------------------------------------------- tab completion
-
-_COMPLETED = {"%skill_load": "load", "%skill_run": "run", "%%skill_run": "run", "%skill": "author",
-              "%%skill": "author", "%%skill_call": "call"}
-_VALUE_OPTIONS = {"--backend", "--runtime", "--timeout", "--memory", "-o", "--output", "--allow"}
-_COMPLETION_CAP = 200
-
-
-def _positionals(words: list[str]) -> list[str]:
-    out, skip = [], False
-    for word in words:
-        if skip:
-            skip = False
-        elif word in _VALUE_OPTIONS:
-            skip = True
-        elif not word.startswith("-"):
-            out.append(word)
-    return out
-
-
-def _files(reg, name: str) -> list[str]:
-    from ..core.resources import list_resources
-
-    meta = reg.get(name)
-    return list_resources(meta.path, cap=reg.settings.manifest_cap).files
-
-
-def _skill_completions(reg, line: str) -> list[str] | None:
-    """Completions for the word at the end of `line`, or None when the line is not one of our magics."""
-    words = line.split()
-    if not words or words[0] not in _COMPLETED:
-        return None
-    kind = _COMPLETED[words[0]]
-    done = _positionals(words[1:] if line[-1:].isspace() else words[1:-1])
-    word = "" if line[-1:].isspace() else words[-1]
-    if word.startswith("-") or (len(words) > 1 and not line[-1:].isspace() and words[-2] in _VALUE_OPTIONS):
-        return None
-    if kind == "call":
-        return [t for t in TOOL_NAMES if t.startswith(word)] if not done else None
-    if not done:
-        if "/" in word and kind != "run":
-            name, _, prefix = word.partition("/")
-            return [f"{name}/{f}" for f in _files(reg, name) if f.startswith(prefix)]
-        names = [n for n in reg.names() if n.startswith(word)]
-        if not names:  # maybe a skill copied in since the last scan: look again once
-            reg.refresh()
-            names = [n for n in reg.names() if n.startswith(word)]
-        return names
-    if kind == "run" and len(done) == 1:
-        files = _files(reg, done[0])
-        scripts = [f for f in files if f.startswith("scripts/")] or files
-        return [f for f in scripts if f.startswith(word)]
-    return None
-
-
-def make_completer(magics):
-    """An IPython (v2 API) matcher bound to `magics`, so completion sees the same configured registry."""
-    from IPython.core.completer import SimpleCompletion, context_matcher
-
-    @context_matcher(identifier="ipyskills")
-    def complete_skill_line(context):
-        """IPython completer: skill names, `name/path` files, and a skill's scripts for our magics."""
-        line = context.text_until_cursor.split("\n")[-1]
-        try:
-            found = _skill_completions(magics.registry, line)
-        except (SkillError, OSError):
-            found = []
-        if found is None:
-            return {"completions": [], "suppress": False}
-        return {"completions": [SimpleCompletion(text=t, type="skill") for t in found[:_COMPLETION_CAP]],
-                "suppress": True}
-
-    return complete_skill_line

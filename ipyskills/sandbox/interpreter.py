@@ -17,7 +17,7 @@ import ast
 import shlex
 from pathlib import Path, PurePosixPath
 
-from ..core.requirements import _PARSE_LOCK  # one lock for every ast.parse in the process
+from ..core.pyparse import PARSE_LOCK as _PARSE_LOCK  # one lock for every ast.parse in the process
 from ..errors import SandboxError
 
 BY_EXTENSION = {

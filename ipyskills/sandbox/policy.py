@@ -3,31 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass
 
 from ..errors import ConfigError
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)(?:i?[bB])?\s*$")
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-
-
-def parse_size(value, what: str = "size") -> int:
-    """Bytes from an int or a string like '256m', '1g', '64MiB', '4096'."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{what}: expected a size like 256m or 1g, got {value!r}")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise ConfigError(f"{what}: expected a size like 256m or 1g, got {value!r}")
-        n = int(value)
-    else:
-        m = _SIZE.match(str(value))
-        if not m:
-            raise ConfigError(f"{what}: expected a size like 256m, 1g or a number of bytes, got {value!r}")
-        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    if n <= 0:
-        raise ConfigError(f"{what}: must be greater than zero, got {value!r}")
-    return n
+from ..settings import parse_size  # sizes are read in settings, where every layer reaches (also re-exported)
 
 
 @dataclass(frozen=True)

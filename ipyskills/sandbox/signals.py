@@ -102,13 +102,13 @@ def _end_runs() -> None:
         with contextlib.suppress(Exception):
             end()
     pool = sys.modules.get("ipyskills.sandbox.docker.pool")
-    backend = sys.modules.get("ipyskills.sandbox.docker.backend")
+    cleanup = sys.modules.get("ipyskills.sandbox.docker.cleanup")  # loaded with the Docker backend
     try:
         if pool is not None:
             pool.drain_all(timeout=CLEANUP_TIMEOUT / 2)
     finally:
-        if backend is not None:
-            backend.end_all(timeout=CLEANUP_TIMEOUT / 2)
+        if cleanup is not None:
+            cleanup.end_all(timeout=CLEANUP_TIMEOUT / 2)
 
 
 def _handle(signum, frame):

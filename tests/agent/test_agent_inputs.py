@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ipyskills.agent_loop import ScriptedClient, run_agent
-from ipyskills.core.tools import AgentView
+from ipyskills.agent.loop import ScriptedClient, run_agent
+from ipyskills.agent.tools import AgentView
 from ipyskills.errors import ConfigError
 
 READ_INPUTS = """\

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ipyskills import agent_loop
-from ipyskills.agent_loop import ANSWERED, MAX_TURNS, TRUNCATED, ScriptedClient, detect_style, run_agent
+from ipyskills.agent import loop as agent_loop
+from ipyskills.agent.loop import ANSWERED, MAX_TURNS, TRUNCATED, ScriptedClient, detect_style, run_agent
+from ipyskills.agent.tools import AgentView
 from ipyskills.core.registry import SkillRegistry
-from ipyskills.core.tools import AgentView
 from ipyskills.errors import ConfigError, SkillError
 
 READ = ("read_skill", {"skill_name": "data-tool"})
@@ -228,7 +228,7 @@ def test_scripted_client_response_shapes():
 
 
 def test_the_module_docstring_example_runs_on_the_bundled_skills(settings):
-    """The ScriptedClient example in ipyskills.agent_loop's docstring, executed as written."""
+    """The ScriptedClient example in ipyskills.agent.loop's docstring, executed as written."""
     bundled = Path(__file__).resolve().parents[2] / "skills"
     if not (bundled / "data-processor" / "SKILL.md").is_file():
         pytest.skip("the bundled data-processor skill is not in this checkout")

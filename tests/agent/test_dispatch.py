@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from ipyskills.core import tools
-from ipyskills.core.tools import AgentView, run_report
+from ipyskills.agent import tools
+from ipyskills.agent.tools import AgentView, run_report
 from ipyskills.sandbox.result import ExecuteResult
 
 
@@ -367,7 +367,7 @@ def test_report_shares_the_cap_between_stdout_and_stderr():
 def test_a_file_path_that_repeats_the_skill_name_is_read_as_meant(reg, skills_root):
     """Small models write file_path="data-tool/SKILL.md" (seen from Gemma 3 270M): the skill has no folder of
     its own name, so the path is read inside the skill, and SKILL.md counts as the activation it is."""
-    from ipyskills.agent_loop import call_target
+    from ipyskills.agent.loop import call_target
 
     view = AgentView(reg)
     slip = view.dispatch("read_skill", {"skill_name": "data-tool", "file_path": "data-tool/SKILL.md"})

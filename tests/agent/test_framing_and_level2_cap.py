@@ -13,8 +13,8 @@ import tracemalloc
 import pytest
 
 from ipyskills import SkillRegistry
+from ipyskills.agent.tools import DEFAULT_OUTPUT_CAP, run_report
 from ipyskills.core.prompt import LEVEL2_CAP, neutralise
-from ipyskills.core.tools import DEFAULT_OUTPUT_CAP, run_report
 from ipyskills.errors import ResourceError, SkillError
 from ipyskills.sandbox.result import Artifact, ExecuteResult, Finding
 from ipyskills.settings import Settings

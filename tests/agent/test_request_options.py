@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ipyskills.agent_loop import (
+from ipyskills.agent.loop import (
     ANSWERED,
     EMPTY_REPLY,
     MAX_TURNS,
@@ -20,8 +20,8 @@ from ipyskills.agent_loop import (
     request_options,
     run_agent,
 )
+from ipyskills.agent.prompt_lab.trigger_eval import eval_trigger
 from ipyskills.errors import ConfigError
-from ipyskills.prompt_lab.trigger_eval import eval_trigger
 
 from .fake_api import (
     LLAMA_CPP_500_CONTENT_MISSING,

@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from ipyskills.agent_loop import ERROR, ClientError, run_agent
-from ipyskills.prompt_lab.budget import skill_budget
-from ipyskills.prompt_lab.trigger_eval import eval_trigger
+from ipyskills.agent.loop import ERROR, ClientError, run_agent
+from ipyskills.agent.prompt_lab.budget import skill_budget
+from ipyskills.agent.prompt_lab.trigger_eval import eval_trigger
 
 from .fake_api import (
     ANTHROPIC_401,

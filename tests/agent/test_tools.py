@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ipyskills.core import tools
-from ipyskills.core.tools import CUT_MARK, ActivationTracker, AgentView, cap_text
+from ipyskills.agent import tools
+from ipyskills.agent.tools import CUT_MARK, ActivationTracker, AgentView, cap_text
 from ipyskills.errors import ConfigError, SkillNotFound
 
 VISIBLE = ["data-tool", "pdf-processing", "secret-ops"]  # "quiet" opts out of model invocation

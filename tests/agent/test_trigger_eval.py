@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from ipyskills.agent_loop import MatchingClient, call_target
+from ipyskills.agent.loop import MatchingClient, call_target
+from ipyskills.agent.prompt_lab.budget import ESTIMATE, skill_budget
+from ipyskills.agent.prompt_lab.trigger_eval import eval_trigger, normalize_queries
 from ipyskills.errors import ConfigError
-from ipyskills.prompt_lab.budget import ESTIMATE, skill_budget
-from ipyskills.prompt_lab.trigger_eval import eval_trigger, normalize_queries
 
 QUERIES = [("Transform this JSON data to CSV", True), ("Analyse my CSV data set", True),
            ("Extract the text from this PDF", False), ("What time is it?", False)]

@@ -2,7 +2,7 @@
 each tool call with its arguments and returned text, the skill activated, the answer; hostile model text shown
 as text, never run) and `%skills eval` renders one row per description variant, best first, with a bar.
 
-No model and no network: the clients are the deterministic stand-ins from `ipyskills.agent_loop`. Screenshots
+No model and no network: the clients are the deterministic stand-ins from `ipyskills.agent.loop`. Screenshots
 go to artifacts/ (prompt-lab-transcript.png, prompt-lab-eval.png); the README shows copies of them from
 docs/images/ (copy them again when the rendering changes)."""
 
@@ -22,7 +22,7 @@ HOSTILE_FINAL = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2<
 
 SETUP = '''\
 %load_ext ipyskills
-from ipyskills.agent_loop import MatchingClient, ScriptedClient
+from ipyskills.agent.loop import MatchingClient, ScriptedClient
 
 class Chatty(ScriptedClient):
     """The scripted stand-in, plus model text next to its tool calls and usage figures. NOT a model."""

@@ -229,7 +229,7 @@ def test_generated_map_and_identity_fallback(skill):
 
 
 def test_generated_map_is_used_for_names_not_in_the_curated_table(skill):
-    assert "OpenSSL" in rq.IMPORT_NAMES and "websocket" not in rq.IMPORT_NAMES
+    assert "OpenSSL" in rq.imports.IMPORT_NAMES and "websocket" not in rq.imports.IMPORT_NAMES
     result = analyze(skill(files={"a.py": "import websocket\n"}))
     assert [r.name for r in result.python] == ["websocket-client"]
 
@@ -439,9 +439,9 @@ def test_walk_is_bounded(skill, monkeypatch):
 def test_default_provided_reads_the_base_file(tmp_path, monkeypatch):
     base = tmp_path / "base-requirements.txt"
     base.write_text("# base image\nnumpy==1.26.4\npandas>=2  # data\n\n--only-binary :all:\nPyYAML\n")
-    monkeypatch.setattr(rq, "BASE_REQUIREMENTS", base)
+    monkeypatch.setattr(rq.records, "BASE_REQUIREMENTS", base)
     assert rq.default_provided() == frozenset({"numpy", "pandas", "PyYAML"})
-    monkeypatch.setattr(rq, "BASE_REQUIREMENTS", tmp_path / "missing.txt")
+    monkeypatch.setattr(rq.records, "BASE_REQUIREMENTS", tmp_path / "missing.txt")
     assert rq.default_provided() == frozenset()
 
 
@@ -483,7 +483,7 @@ def test_cached_analysis_is_reused_until_a_file_changes(skill, monkeypatch):
     first = rq.analyze_cached(folder, skill_name="demo")
     calls = []
     real = rq.analyze
-    monkeypatch.setattr(rq, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(rq.scan, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
     assert rq.analyze_cached(folder, skill_name="demo") is first and calls == []
     script = folder / "scripts" / "x.py"
     script.write_text("import tabulate\nimport humanize\n")

@@ -78,9 +78,9 @@ def ip(workdir):
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    import ipyskills
+    from ipyskills.core import registry as core_registry
 
-    ipyskills._default_registry = None
+    core_registry._shared = None
     config = Config()
     config.HistoryManager.hist_file = ":memory:"
     config.IPySkills.bundled_skills = False
@@ -90,7 +90,7 @@ def ip(workdir):
     if "ipyskills" in shell.extension_manager.loaded:
         shell.run_line_magic("unload_ext", "ipyskills")
     InteractiveShell.clear_instance()
-    ipyskills._default_registry = None
+    core_registry._shared = None
 
 
 @pytest.fixture

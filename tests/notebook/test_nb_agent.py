@@ -8,8 +8,8 @@ import json
 import pytest
 from IPython.core.error import UsageError
 
-from ipyskills.agent_loop import ScriptedClient, run_agent
-from ipyskills.core.tools import ToolResult
+from ipyskills.agent.loop import ScriptedClient, run_agent
+from ipyskills.agent.tools import ToolResult
 from ipyskills.notebook.display import AgentSettings, AgentText, SystemPrompt, ToolCallView, ToolSchemas
 from ipyskills.notebook.magics import IPySkills, MagicError
 

@@ -33,10 +33,10 @@ def test_environment_fills_unset_traits_and_config_wins(workdir):
 def test_ipython_config_reaches_the_magics(workdir):
     from IPython.core.interactiveshell import InteractiveShell
 
-    import ipyskills
+    from ipyskills.core import registry as core_registry
     from ipyskills.notebook.extension import _loaded
 
-    ipyskills._default_registry = None
+    core_registry._shared = None
     from traitlets.config import Config
 
     config = Config()
@@ -53,7 +53,7 @@ def test_ipython_config_reaches_the_magics(workdir):
     finally:
         shell.run_line_magic("unload_ext", "ipyskills")
         InteractiveShell.clear_instance()
-        ipyskills._default_registry = None
+        core_registry._shared = None
 
 
 def test_percent_config_changes_the_registry(ip, magics, tmp_path):

@@ -181,7 +181,7 @@ def test_extension_formatters_come_and_go(ip):
 
 
 def test_markdown_images_never_load_from_the_network():
-    from ipyskills.notebook.display import markdown_html
+    from ipyskills.notebook.primitives import markdown_html
 
     html_ = markdown_html("See ![the chart](https://tracker.example/pixel.png) and ![local](assets/a.png).")
     parser = _Elements()

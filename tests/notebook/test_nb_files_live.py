@@ -123,7 +123,7 @@ def test_long_output_head_and_tail_stored_once(ip, report_skill):
 def test_small_items_of_point_9():
     from ipyskills.core.validate import check_frontmatter, suggest_name
     from ipyskills.notebook.display import report_parts
-    from ipyskills.sandbox.docker.backend import isolation_line
+    from ipyskills.sandbox.docker.containers import isolation_line
     from ipyskills.sandbox.policy import Limits
     from ipyskills.sandbox.result import ExecuteResult
 
@@ -147,7 +147,7 @@ def test_small_items_of_point_9():
 def test_the_end_marker_holds_back_only_what_could_start_it():
     # Docker's stream ends stdout with a marker; only bytes that could begin it are held back, so live
     # output is not some 50 bytes (several short lines) behind the script.
-    from ipyskills.sandbox.docker.backend import _MarkerSplitter
+    from ipyskills.sandbox.docker.stream import _MarkerSplitter
     from ipyskills.sandbox.result import OutputBuffer
 
     marker = b"\0\0ipyskills-end-" + b"ab" * 16 + b"\0\0"

@@ -223,7 +223,7 @@ def test_did_you_mean_for_commands_and_options(ip):
 
 def test_a_trailing_comment_is_not_an_argument(ip, workdir):
     # As written in the README: `%skills add ./my-skills   # another root`.
-    from ipyskills.notebook.magics import strip_comment
+    from ipyskills.notebook.magic_args import strip_comment
 
     (workdir / "more" / "extra").mkdir(parents=True)
     (workdir / "more" / "extra" / "SKILL.md").write_text("---\nname: extra\ndescription: More.\n---\nBody\n")

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import pytest
 
-from ipyskills.agent_loop import ClientError, MatchingClient, ScriptedClient
+from ipyskills.agent.loop import ClientError, MatchingClient, ScriptedClient
 
 
 class AuthFailure(Exception):

@@ -71,7 +71,7 @@ def run_in_docker(docker_backend, skill_maker):
     """`run_in_docker({"scripts/x.py": src}, "scripts/x.py", stdin=b"", transfer="auto", **limits)`."""
     from ipyskills.sandbox.docker.backend import DockerBackend
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
 
     def run(files, script, *, args=(), stdin=b"", env=None, transfer="auto", skill=None, **limits):
         folder = skill or skill_maker(files)

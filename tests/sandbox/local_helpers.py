@@ -17,7 +17,7 @@ import pytest
 
 from ipyskills.sandbox.local.backend import LocalBackend
 from ipyskills.sandbox.policy import Limits
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 
 AS_ROOT = os.geteuid() == 0
 REPO = str(Path(__file__).resolve().parents[2])
@@ -146,7 +146,7 @@ RUN_DRIVER = textwrap.dedent("""
     from pathlib import Path
     from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
     skill, script, args, limits = json.loads(sys.argv[1])
     result = LocalBackend().run(RunRequest(skill_name=Path(skill).name, skill_dir=Path(skill), script=script,
                                            args=args, limits=Limits(**limits)))

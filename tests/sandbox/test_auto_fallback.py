@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ipyskills.agent_loop import ANSWERED, ScriptedClient, run_agent
+from ipyskills.agent.loop import ANSWERED, ScriptedClient, run_agent
+from ipyskills.agent.tools import AgentView
 from ipyskills.core.registry import SkillRegistry
-from ipyskills.core.tools import AgentView
 from ipyskills.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -58,7 +58,7 @@ def test_cleanup_without_an_engine_is_a_clear_error(capsys, monkeypatch, tmp_pat
 
 @pytest.mark.docker
 def test_cleanup_removes_a_stray(docker_backend, capsys):
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_HOST, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_HOST, LABEL_PID
 
     client = docker_backend.client()
     stray = client.containers.create(docker_backend.image, command=["true"], labels={
@@ -85,7 +85,7 @@ def test_cleanup_copes_with_a_container_removed_while_it_lists(docker_backend):
     """A run's own removal may win the race against `sandbox cleanup`: that is not an engine failure."""
     import docker.errors
 
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_HOST, LABEL_PID, cleanup
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_HOST, LABEL_PID, cleanup
 
     client = docker_backend.client()
     labels = {LABEL: "1", LABEL_PID: str(2**22 + 4243), LABEL_HOST: os.uname().nodename}

@@ -404,14 +404,14 @@ def test_process_exit_mid_run_removes_the_container(docker_backend, skill_maker)
 import os, threading, time
 from pathlib import Path
 from ipyskills.sandbox.docker.backend import DockerBackend
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 req = RunRequest("s", Path({str(skill)!r}), "sleep.py")
 threading.Thread(target=DockerBackend().run, args=(req,), daemon=True).start()
 time.sleep(3)
 running = DockerBackend().client().containers.list(ignore_removed=True, filters={{"label": "ipyskills.pid=" + str(os.getpid())}})
 print("exiting with", len(running), flush=True)
 """
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID
 
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from ipyskills.errors import SandboxError
-from ipyskills.sandbox.docker.backend import LABEL, LABEL_HOST, LABEL_PID, DockerBackend, cleanup, tar_skill
+from ipyskills.sandbox.docker.backend import DockerBackend, tar_skill
+from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_HOST, LABEL_PID, cleanup
 from ipyskills.sandbox.docker.client import engine_endpoint
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 
 docker = pytest.mark.docker
 

@@ -117,8 +117,8 @@ print("done")
 
 def test_twenty_thousand_output_files_are_flagged_in_every_rendering(run_in_docker):
     """Before: 20,000 output files came back as 100 with no flag and no note."""
+    from ipyskills.agent.tools import run_report
     from ipyskills.cli.run_cmd import _notes
-    from ipyskills.core.tools import run_report
     from ipyskills.notebook.display import result_bundle
 
     result = run_in_docker({"many.py": MANY}, "many.py", timeout=60)
@@ -163,7 +163,7 @@ sys.exit(5)
 
 
 def test_forged_result_block_in_real_output_is_neutralised(run_in_docker):
-    from ipyskills.core.tools import run_report
+    from ipyskills.agent.tools import run_report
 
     result = run_in_docker({"forge.py": FORGE}, "forge.py")
     assert result.exit_code == 5
@@ -188,7 +188,8 @@ def test_the_launcher_ends_the_run_at_its_own_deadline(docker_backend, skill_mak
     """Before: the timeout existed only on the host; a host that stops watching (but keeps its stream
     open) left the script running for ever. Now the launcher kills it at the deadline, and the container
     removes itself."""
-    from ipyskills.sandbox.docker.backend import _remove, create_container, start_attached
+    from ipyskills.sandbox.docker.cleanup import _remove
+    from ipyskills.sandbox.docker.containers import create_container, start_attached
     from ipyskills.sandbox.policy import Limits
 
     client = docker_backend.client()
@@ -213,7 +214,7 @@ import sys, time
 from pathlib import Path
 from ipyskills.sandbox.docker.backend import DockerBackend
 from ipyskills.sandbox.policy import Limits
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 pooled = sys.argv[2] == "pooled"
 backend = DockerBackend(pool_size=1 if pooled else 0)
 if pooled:
@@ -238,7 +239,7 @@ while True:
 def test_sigkilled_owner_leaves_nothing_running(docker_backend, skill_maker, kind):
     """Before: when the process that started a run died by SIGKILL, the container kept running past its
     timeout until someone ran `ipyskills sandbox cleanup`."""
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID
 
     client = docker_backend.client()
     skill = skill_maker({"spin.py": SPIN})

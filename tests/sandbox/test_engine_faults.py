@@ -16,6 +16,7 @@ import pytest
 from ipyskills import SkillError, SkillRegistry
 from ipyskills.errors import SandboxError
 from ipyskills.sandbox.docker import backend as db
+from ipyskills.sandbox.docker import cleanup as dc
 from ipyskills.sandbox.docker import pool as pool_mod
 from ipyskills.settings import Settings
 
@@ -30,9 +31,9 @@ def on_private(private_engine, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", private_engine.host)
     yield private_engine
     pool_mod.drain_all()
-    assert db.flush_removals(timeout=30)
+    assert dc.flush_removals(timeout=30)
     client = db.shared_client()
-    assert db.heal(client, everything=True)
+    assert dc.heal(client, everything=True)
     assert private_engine.containers(os.getpid()) == [], listing(private_engine)
 
 
@@ -96,9 +97,9 @@ def test_engine_restart_mid_batch(on_private, skill):
     # this process on the engine is the warm pool's idle containers.
     def only_pool_left():
         idle = {cid[:12] for pool in pool_mod.pools() for cid in pool.idle_ids()}
-        return not db._unremoved and set(engine.containers(os.getpid())) <= idle
+        return not dc._unremoved and set(engine.containers(os.getpid())) <= idle
 
-    assert wait_for(only_pool_left), (listing(engine), pool_mod.pools()[0].status(), db._unremoved, db._live)
+    assert wait_for(only_pool_left), (listing(engine), pool_mod.pools()[0].status(), dc._unremoved, dc._live)
 
 
 def test_owner_exits_while_engine_is_down(on_private, skill):
@@ -130,5 +131,5 @@ def test_owner_exits_while_engine_is_down(on_private, skill):
     engine.start()
     # Its containers either removed themselves (AutoRemove, as the engine restarted) or are strays: the
     # next process that starts a run on this engine removes those of owners that are gone.
-    db._cleanup_quietly(db.docker_client.connect())
+    dc._cleanup_quietly(db.docker_client.connect())
     assert wait_for(lambda: engine.containers(proc.pid) == [])

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from ipyskills.errors import ConfigError, GuardBlocked
 from ipyskills.sandbox.guard import GuardReport, check_args, check_file, check_source, detect_language
 from ipyskills.sandbox.guard import rules as guard_rules
-from ipyskills.sandbox.runner import RunRequest, guard_request
+from ipyskills.sandbox.request import RunRequest
+from ipyskills.sandbox.runner import guard_request
 
 
 def report(source: str, language: str) -> GuardReport:

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ipyskills.errors import ConfigError, SandboxError
-from ipyskills.sandbox.docker import runtime
+from ipyskills.sandbox.docker import gvisor_setup, runtime
 from ipyskills.settings import Settings
 
 
@@ -63,16 +63,16 @@ def test_the_setting_is_checked_wherever_it_is_given():
 def test_registering_merges_into_daemon_json_and_keeps_the_rest(tmp_path):
     path = tmp_path / "daemon.json"
     path.write_text(json.dumps({"log-level": "warn", "runtimes": {"kata": {"path": "/usr/bin/kata"}}}))
-    assert runtime.register("/usr/bin/runsc", path) is True
+    assert gvisor_setup.register("/usr/bin/runsc", path) is True
     config = json.loads(path.read_text())
     assert config["log-level"] == "warn" and config["runtimes"]["kata"] == {"path": "/usr/bin/kata"}
     assert config["runtimes"][runtime.GVISOR_RUNTIME] == {"path": "/usr/bin/runsc",
                                                           "runtimeArgs": ["--network=none", "--platform=systrap", "--oci-seccomp"]}
-    assert runtime.register("/usr/bin/runsc", path) is False  # already there: no reload needed
-    assert runtime.register("/usr/bin/runsc", tmp_path / "new" / "daemon.json") is True
+    assert gvisor_setup.register("/usr/bin/runsc", path) is False  # already there: no reload needed
+    assert gvisor_setup.register("/usr/bin/runsc", tmp_path / "new" / "daemon.json") is True
     path.write_text("{not json")
     with pytest.raises(SandboxError, match="is not valid JSON"):
-        runtime.register("/usr/bin/runsc", path)
+        gvisor_setup.register("/usr/bin/runsc", path)
     assert path.read_text() == "{not json"  # never overwritten
 
 
@@ -93,7 +93,7 @@ def gvisor(docker_backend):
 
 def run(backend, make_skill, source: str, **limits):
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
 
     folder = make_skill({"scripts/x.py": source})
     request = RunRequest(skill_name=folder.name, skill_dir=folder, script="scripts/x.py", args=[],
@@ -181,7 +181,7 @@ print("held 512 MiB")
 def test_files_go_in_and_come_back_under_gvisor(gvisor, make_skill, tmp_path):
     from ipyskills.sandbox.inputs import stage_inputs
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
 
     (tmp_path / "in.csv").write_text("a,b\n1,2\n")
     folder = make_skill({"scripts/x.py": "import os\nrows = open('in.csv').read().splitlines()\n"
@@ -236,7 +236,7 @@ def test_no_runsc_process_outlives_its_runs(gvisor, make_skill):
             assert result.timed_out
         else:
             assert run(gvisor, make_skill, "print('ok')\n").stdout == "ok\n"
-    from ipyskills.sandbox.docker.backend import flush_removals
+    from ipyskills.sandbox.docker.cleanup import flush_removals
 
     assert flush_removals(timeout=60)
     deadline = time.monotonic() + 30

@@ -276,7 +276,7 @@ def test_office_profile_converts_docx_to_pdf_and_png_offline(docker_backend, mak
 
     from ipyskills.sandbox.docker.backend import DockerBackend
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
 
     client = docker_backend.client()
     tag = image.profile_image("office")

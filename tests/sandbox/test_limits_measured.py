@@ -22,7 +22,7 @@ import pytest
 from ipyskills import SkillRegistry
 from ipyskills.sandbox.docker.backend import DockerBackend
 from ipyskills.sandbox.policy import Limits
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 from ipyskills.settings import Settings
 from conftest import test_runtime
 

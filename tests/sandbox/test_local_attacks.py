@@ -35,7 +35,7 @@ from local_helpers import (
 
 from ipyskills.sandbox.local.backend import LocalBackend
 from ipyskills.sandbox.policy import Limits
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 
 
 @pytest.fixture
@@ -555,7 +555,7 @@ DRIVER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from ipyskills.sandbox.local.backend import LocalBackend
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
     request = RunRequest(skill_name="attack", skill_dir=Path(sys.argv[1]), script="scripts/probe.py",
                          args=[sys.argv[2]])
     result = LocalBackend().run(request)

@@ -13,7 +13,9 @@ from local_helpers import AS_ROOT, run
 
 from ipyskills.errors import SandboxError
 from ipyskills.sandbox import runner
-from ipyskills.sandbox.local.backend import LocalBackend, collect_artifacts, kill_processes_of
+from ipyskills.sandbox.local.backend import LocalBackend
+from ipyskills.sandbox.local.run_files import collect_artifacts
+from ipyskills.sandbox.local.run_uids import kill_processes_of
 from ipyskills.sandbox.local.skill_copy import copy_skill
 
 

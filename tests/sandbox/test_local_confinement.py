@@ -80,7 +80,7 @@ DRIVER = textwrap.dedent("""
     from pathlib import Path
     from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
     request = RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/probe.py",
                          args=sys.argv[2:], limits=Limits(timeout=30, memory=256 * 1024**2))
     result = LocalBackend().run(request)
@@ -198,7 +198,7 @@ OWNER = textwrap.dedent("""
     from pathlib import Path
     from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
     LocalBackend().run(RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/sleep.py",
                                   args=[os.environ["MARKER"]], limits=Limits(timeout=60)))
 """)
@@ -207,8 +207,8 @@ OWNER = textwrap.dedent("""
 def test_a_killed_owner_takes_its_run_along_and_its_folder_goes_at_the_next_start(request):
     import tempfile
 
-    from ipyskills.sandbox.local.backend import remove_tree
     from ipyskills.sandbox.local.confine import remove_stale
+    from ipyskills.sandbox.local.run_files import remove_tree
 
     factory = SkillFactory()
     request.addfinalizer(factory.cleanup)

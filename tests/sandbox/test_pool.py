@@ -20,21 +20,14 @@ import pytest
 
 from ipyskills.errors import ConfigError
 from ipyskills.sandbox.docker import pool as pool_mod
-from ipyskills.sandbox.docker.backend import (
-    LABEL,
-    LABEL_PID,
-    LABEL_POOL,
-    DockerBackend,
-    _StreamReader,
-    cached_skill_tar,
-    cleanup,
-    create_container,
-    flush_removals,
-    start_attached,
-)
+from ipyskills.sandbox.docker.backend import DockerBackend, cached_skill_tar
+from ipyskills.sandbox.docker.backend import warm as db_warm
+from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID, LABEL_POOL, cleanup, flush_removals
+from ipyskills.sandbox.docker.containers import create_container, start_attached
+from ipyskills.sandbox.docker.stream import _StreamReader
 from ipyskills.sandbox.policy import Limits
+from ipyskills.sandbox.request import RunRequest
 from ipyskills.sandbox.result import OutputBuffer
-from ipyskills.sandbox.runner import RunRequest
 from ipyskills.settings import Settings
 
 docker = pytest.mark.docker
@@ -269,7 +262,7 @@ def _child(code: str, skill: Path, *, stdout=subprocess.PIPE):
         from ipyskills.sandbox.docker import pool
         from ipyskills.sandbox.docker.backend import DockerBackend
         from ipyskills.sandbox.policy import Limits
-        from ipyskills.sandbox.runner import RunRequest
+        from ipyskills.sandbox.request import RunRequest
         backend = DockerBackend(pool_size=2)
         warm = backend.pool(backend.client(), backend.image)
         req = RunRequest("s", Path({str(skill)!r}), "x.py", limits=Limits())
@@ -331,9 +324,9 @@ def test_an_orphaned_pooled_launcher_gives_up_by_itself(docker_backend):
         sock.close()
         with contextlib.suppress(docker_errors.APIError):
             client.api.remove_container(container_id, force=True)
-        from ipyskills.sandbox.docker import backend as db
+        from ipyskills.sandbox.docker import cleanup as dc
 
-        db._live.pop(container_id, None)
+        dc._live.pop(container_id, None)
 
 
 @docker
@@ -367,7 +360,7 @@ def test_registry_runs_use_the_pool_after_the_first(docker_backend, tmp_path, mo
 
 def test_warm_refuses_when_the_pool_is_off():
     with pytest.raises(ConfigError, match="pool_size"):
-        pool_mod.warm(Settings(pool_size=0))
+        db_warm(Settings(pool_size=0))
     with pytest.raises(ConfigError, match="at least 0"):
         pool_mod.ContainerPool(None, "img", Limits(), -1)
 
@@ -487,7 +480,7 @@ def shell(monkeypatch, tmp_path):
 @docker
 def test_unload_ext_drains_the_pool(docker_backend, shell):
     shell.run_line_magic("load_ext", "ipyskills")
-    pool = pool_mod.warm(Settings(pool_size=2), wait=30)
+    pool = db_warm(Settings(pool_size=2), wait=30)
     client = docker_backend.client()
     assert len(our_containers(client, pooled=True)) == 2
     shell.run_line_magic("unload_ext", "ipyskills")
@@ -547,8 +540,8 @@ def test_kernel_shutdown_leaves_no_pooled_container(docker_backend):
             printed.append(msg["content"]["text"])
 
     try:
-        code = ("import os\nfrom ipyskills.sandbox.docker import pool\nfrom ipyskills.settings import Settings\n"
-                "p = pool.warm(Settings(pool_size=2), wait=30)\nprint(os.getpid(), len(p.idle_ids()))")
+        code = ("import os\nfrom ipyskills.sandbox.docker import backend\nfrom ipyskills.settings import Settings\n"
+                "p = backend.warm(Settings(pool_size=2), wait=30)\nprint(os.getpid(), len(p.idle_ids()))")
         reply = kc.execute_interactive(code, timeout=90, output_hook=keep)
         assert reply["content"]["status"] == "ok", reply["content"]
         pid, idle = map(int, "".join(printed).split())

@@ -123,7 +123,7 @@ def test_declared_mode_ignores_inferred_imports(docker_backend, make_skill):
 ])
 def test_a_requirement_that_cannot_be_met_fails_before_any_container_or_tag(docker_backend, make_skill,
                                                                            requirement, expected):
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID
 
     client = docker_backend.client()
     skill = make_skill({"requirements.txt": requirement + "\n", "scripts/x.py": "print('ran')\n"},
@@ -142,7 +142,7 @@ def test_a_requirement_that_cannot_be_met_fails_before_any_container_or_tag(dock
 @pytest.mark.docker
 def test_an_unreachable_index_fails_the_run_before_any_container_or_tag(docker_backend, make_skill, monkeypatch,
                                                                        tmp_path):
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID
 
     monkeypatch.setenv("UV_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens on the discard port
     monkeypatch.setenv("UV_HTTP_RETRIES", "0")
@@ -244,7 +244,7 @@ def test_cleanup_images_removes_only_what_no_skill_in_view_needs(docker_backend,
 @pytest.mark.slow
 def test_a_dependency_image_removed_behind_the_process_is_rebuilt_not_reported_missing(docker_backend,
                                                                                       make_skill):
-    from ipyskills.sandbox.docker.backend import flush_removals
+    from ipyskills.sandbox.docker.cleanup import flush_removals
 
     client = docker_backend.client()
     forget_images(client, "tabulate")
@@ -299,7 +299,7 @@ def build_containers(client, wait: float = 15.0) -> list:
     engine), once their removal (which a build, like any run, hands to a background thread) is done."""
     import time
 
-    from ipyskills.sandbox.docker.backend import LABEL, LABEL_PID
+    from ipyskills.sandbox.docker.cleanup import LABEL, LABEL_PID
 
     deadline = time.monotonic() + wait
     while True:

@@ -21,6 +21,8 @@ import pytest
 from ipyskills import SkillError, SkillRegistry
 from ipyskills.errors import SandboxError
 from ipyskills.sandbox.docker import backend as db
+from ipyskills.sandbox.docker import cleanup as dc
+from ipyskills.sandbox.docker import containers as dcont
 from ipyskills.sandbox.docker import pool as pool_mod
 from ipyskills.settings import Settings
 
@@ -39,7 +41,7 @@ def wait_for(predicate, timeout: float = 15.0) -> bool:
 
 
 def ours(client, pid: int | None = None) -> list:
-    return client.containers.list(all=True, filters={"label": [f"{db.LABEL}=1", f"{db.LABEL_PID}={pid or os.getpid()}"]},
+    return client.containers.list(all=True, filters={"label": [f"{dc.LABEL}=1", f"{dc.LABEL_PID}={pid or os.getpid()}"]},
                                   ignore_removed=True)
 
 
@@ -113,7 +115,7 @@ def test_16_threads_x_20_runs_unique_tokens(docker_backend, skill_maker):
     assert wrong == [], wrong[:5]
     assert outcomes["ok"] >= 300, (outcomes, errors[:5])  # a few SandboxErrors under load are allowed
     pool_mod.drain_all()
-    assert db.flush_removals(timeout=60)
+    assert dc.flush_removals(timeout=60)
     assert ours(docker_backend.client()) == []
 
 
@@ -132,11 +134,11 @@ def test_lost_create_reply_is_found_and_removed(docker_backend, monkeypatch):
 
     monkeypatch.setattr(client.api, "create_container_from_config", create_then_lose)
     with pytest.raises(SandboxError, match="no Docker engine answers"):
-        db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
-    assert db._lost, "the lost create was not recorded"
+        dcont.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
+    assert dc._lost, "the lost create was not recorded"
     assert len(ours(client)) == 1
-    db.heal(client)  # what the background healer (already woken) does once the engine answers
-    assert wait_for(lambda: ours(client) == [] and not db._lost)
+    dc.heal(client)  # what the background healer (already woken) does once the engine answers
+    assert wait_for(lambda: ours(client) == [] and not dc._lost)
 
 
 @docker
@@ -150,9 +152,9 @@ def test_unexpected_client_error_is_a_sandbox_error(docker_backend, monkeypatch)
 
     monkeypatch.setattr(client.api, "create_container_from_config", broken)
     with pytest.raises(SandboxError, match="AttributeError"):
-        db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
-    db.heal(client)
-    assert wait_for(lambda: not db._lost)
+        dcont.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
+    dc.heal(client)
+    assert wait_for(lambda: not dc._lost)
 
 
 @docker
@@ -160,7 +162,7 @@ def test_failed_removal_is_retried_in_the_background(docker_backend, monkeypatch
     from ipyskills.sandbox.policy import Limits
 
     client = db.docker_client.connect()
-    cid = db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
+    cid = dcont.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
     real = client.api.remove_container
     calls = []
 
@@ -171,9 +173,9 @@ def test_failed_removal_is_retried_in_the_background(docker_backend, monkeypatch
         return real(*args, **kwargs)
 
     monkeypatch.setattr(client.api, "remove_container", fail_once)
-    assert db._remove(client, cid) is False
-    assert cid in db._unremoved
-    assert wait_for(lambda: cid not in db._unremoved and cid not in db._live)
+    assert dc._remove(client, cid) is False
+    assert cid in dc._unremoved
+    assert wait_for(lambda: cid not in dc._unremoved and cid not in dc._live)
     assert wait_for(lambda: ours(client) == [])
 
 
@@ -187,7 +189,7 @@ def test_a_removal_already_in_progress_is_seen_through(docker_backend, monkeypat
     from ipyskills.sandbox.policy import Limits
 
     client = db.docker_client.connect()
-    cid = db.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
+    cid = dcont.create_container(client, docker_backend.image, Limits(), skill_dir=None, skill_bytes=0)
     real = client.api.remove_container
     calls = []
 
@@ -198,10 +200,10 @@ def test_a_removal_already_in_progress_is_seen_through(docker_backend, monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(client.api, "remove_container", in_progress_but_stuck)
-    monkeypatch.setattr(db, "REMOVING_WAIT", 0.5)
-    assert db._remove(client, cid) is True  # being removed: not a failure ...
-    assert cid in db._unremoved  # ... but not forgotten until it is gone
-    assert wait_for(lambda: cid not in db._unremoved and ours(client) == [])
+    monkeypatch.setattr(dc, "REMOVING_WAIT", 0.5)
+    assert dc._remove(client, cid) is True  # being removed: not a failure ...
+    assert cid in dc._unremoved  # ... but not forgotten until it is gone
+    assert wait_for(lambda: cid not in dc._unremoved and ours(client) == [])
 
 
 @docker
@@ -212,9 +214,9 @@ def test_first_start_removes_containers_of_dead_owners(docker_backend):
     dead_pid = int(dead.stdout)
     created = client.api.create_container(
         docker_backend.image, command=["true"],
-        labels={db.LABEL: "1", db.LABEL_PID: str(dead_pid), db.LABEL_HOST: __import__("socket").gethostname()})
+        labels={dc.LABEL: "1", dc.LABEL_PID: str(dead_pid), dc.LABEL_HOST: __import__("socket").gethostname()})
     try:
-        db._cleanup_quietly(client)  # what the first start runs in the background
+        dc._cleanup_quietly(client)  # what the first start runs in the background
         assert not client.containers.list(ignore_removed=True, all=True, filters={"id": created["Id"]})
     finally:
         try:
@@ -248,9 +250,9 @@ def test_pool_grows_to_the_burst_and_shrinks_back(docker_backend, monkeypatch):
     finally:
         for warm in taken:
             pool_mod._close(warm)
-            db._remove(client, warm.id)
+            dc._remove(client, warm.id)
         pool.drain()
-    assert db.flush_removals(timeout=30)
+    assert dc.flush_removals(timeout=30)
 
 
 class _StuckEngine(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -280,7 +282,7 @@ def test_a_stuck_engine_ends_the_run_with_a_sandbox_error_by_its_deadline(monkey
     import docker as docker_py
 
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
 
     path = str(tmp_path / "stuck.sock")
     engine = _StuckEngine(path)
@@ -298,13 +300,13 @@ def test_a_stuck_engine_ends_the_run_with_a_sandbox_error_by_its_deadline(monkey
             backend.run(request)
         elapsed = time.monotonic() - started
         assert elapsed < 1 + 2 + 2.5, elapsed  # timeout + ENGINE_GRACE, plus the removal's minimum call
-        assert "f" * 64 in db._unremoved  # not forgotten: the healer removes it once the engine answers
+        assert "f" * 64 in dc._unremoved  # not forgotten: the healer removes it once the engine answers
     finally:
         engine.release.set()
         engine.shutdown()
         engine.server_close()
-        with db._live_lock:  # the fake engine's container exists nowhere: stop the healer trying
-            db._live.pop("f" * 64, None)
-            db._unremoved.pop("f" * 64, None)
-        with db._remover_lock:
-            db._heal_clients.pop(f"unix://{path}", None)
+        with dc._live_lock:  # the fake engine's container exists nowhere: stop the healer trying
+            dc._live.pop("f" * 64, None)
+            dc._unremoved.pop("f" * 64, None)
+        with dc._remover_lock:
+            dc._heal_clients.pop(f"unix://{path}", None)

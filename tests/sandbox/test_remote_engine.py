@@ -16,10 +16,11 @@ from test_limits_measured import LiveInspector
 
 from ipyskills import SkillRegistry
 from ipyskills.sandbox.docker import backend as db
+from ipyskills.sandbox.docker import cleanup as dc
 from ipyskills.sandbox.docker import pool as pool_mod
 from ipyskills.sandbox.docker.backend import DockerBackend
 from ipyskills.sandbox.policy import Limits
-from ipyskills.sandbox.runner import RunRequest
+from ipyskills.sandbox.request import RunRequest
 from ipyskills.settings import Settings
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -52,12 +53,12 @@ def engine(private_engine):
     assert private_engine.tcp_host, "the private engine was started without its TCP listener"
     yield private_engine
     pool_mod.drain_all()
-    assert db.flush_removals(timeout=30)
+    assert dc.flush_removals(timeout=30)
     outer = os.environ.get("DOCKER_HOST")
     try:
         for host in (private_engine.tcp_host, private_engine.host):  # shared_client() follows DOCKER_HOST
             os.environ["DOCKER_HOST"] = host
-            assert db.heal(db.shared_client(), everything=True)
+            assert dc.heal(db.shared_client(), everything=True)
     finally:
         if outer is None:
             os.environ.pop("DOCKER_HOST", None)

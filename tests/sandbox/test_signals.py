@@ -178,7 +178,7 @@ LOCAL_OWNER = textwrap.dedent("""
     from pathlib import Path
     from ipyskills.sandbox.local.backend import LocalBackend
     from ipyskills.sandbox.policy import Limits
-    from ipyskills.sandbox.runner import RunRequest
+    from ipyskills.sandbox.request import RunRequest
 
     LocalBackend().run(RunRequest(skill_name="sleeper", skill_dir=Path(sys.argv[1]), script="scripts/spawn.py",
                                   args=[sys.argv[2]], limits=Limits(timeout=60)))

@@ -10,6 +10,7 @@ Docker and the offline build stays registry-free.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import shutil
 import subprocess
@@ -92,9 +93,7 @@ def image_info(client, tag: str = DEFAULT_IMAGE) -> dict | None:
     if profile == "core":
         expected = recipe_hash()
     else:
-        from .profile_images import recipe_hash as profile_recipe_hash
-
-        expected = profile_recipe_hash(profile)
+        expected = _profile_images().recipe_hash(profile)
     return {
         "id": image.short_id,
         "recipe": labels.get(LABEL_RECIPE, ""),
@@ -136,10 +135,8 @@ def build_image(tag: str | None = DEFAULT_IMAGE, offline: bool = False, client=N
 
     client = client or connect(timeout=600)
     if profile != "core":
-        from .profile_images import build_profile_image
-
         profile_image(profile)  # refuses an unknown profile
-        return build_profile_image(profile, tag=tag or PROFILES[profile], offline=offline, client=client,
+        return _profile_images().build_profile_image(profile, tag=tag or PROFILES[profile], offline=offline, client=client,
                                    log=log, mirror=mirror, fresh_base=fresh_base)
     tag = tag or DEFAULT_IMAGE
     stages = _Stages(log, 4 if offline else 2)
@@ -349,3 +346,9 @@ def _build_error(message: str, offline: bool) -> str:
         return f"docker build of the sandbox image failed: {message}"
     return (f"docker build of the sandbox image failed: {message}. If no registry is reachable, run "
             "`ipyskills sandbox build --offline` (builds from the Debian archive, no registry).")
+
+
+def _profile_images():
+    # The profile images build on this module, so it finds theirs by name instead of importing the module
+    # that imports it (the same lookup the runner uses for backends).
+    return importlib.import_module(".profile_images", __package__)

@@ -35,10 +35,11 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ...errors import ConfigError, SandboxError
+from ...errors import ConfigError
 from ..policy import Limits
-from . import backend as docker_backend  # imported first, so its atexit sweep runs after drain_all (LIFO)
+from . import cleanup as docker_cleanup  # imported first, so its atexit sweep runs after drain_all (LIFO)
 from . import client as docker_client
+from .containers import create_container, output_size, start_attached
 from .runtime import RUNC, Runtime
 
 MAX_IDLE = 600.0  # seconds a started container may wait for its run
@@ -71,7 +72,7 @@ class PoolKey:
     @classmethod
     def of(cls, image: str, limits: Limits, runtime: Runtime = RUNC) -> PoolKey:
         return cls(image, limits.memory, limits.pids, float(limits.cpus), limits.tmp_size, limits.network,
-                   docker_backend.output_size(limits), runtime.engine_name)
+                   output_size(limits), runtime.engine_name)
 
 
 @dataclass
@@ -219,7 +220,7 @@ class ContainerPool:
         for warm in idle:
             _close(warm)
             if wait:
-                docker_backend._remove(self.client, warm.id)
+                docker_cleanup._remove(self.client, warm.id)
             else:
                 self._remove_later(warm.id)
         if wait:
@@ -294,13 +295,13 @@ class ContainerPool:
     def _start_one(self) -> WarmContainer | None:
         # Bounded like a run's calls: a stuck engine must not hold a refill thread (and its slot) forever.
         with docker_client.calls_end_by(time.monotonic() + START_TIMEOUT):
-            container_id = docker_backend.create_container(self.client, self.image, self.limits, pooled=True,
+            container_id = create_container(self.client, self.image, self.limits, pooled=True,
                                                            idle_exit=self.max_idle + IDLE_EXIT_MARGIN,
                                                            runtime=self.runtime)
             if self._stopped:
-                docker_backend._remove(self.client, container_id)
+                docker_cleanup._remove(self.client, container_id)
                 return None
-            sock = docker_backend.start_attached(self.client, container_id)  # removes it if it cannot start
+            sock = start_attached(self.client, container_id)  # removes it if it cannot start
         return WarmContainer(container_id, sock, time.monotonic())
 
     def _discard(self, warm: WarmContainer) -> None:
@@ -309,7 +310,7 @@ class ContainerPool:
         self._remove_later(warm.id)
 
     def _remove_later(self, container_id: str) -> None:
-        docker_backend.remove_later(self.client, container_id)
+        docker_cleanup.remove_later(self.client, container_id)
 
 
 def _close(warm: WarmContainer) -> None:
@@ -328,7 +329,7 @@ def pool_for(client, image: str, limits: Limits, size: int, max_size: int | None
     """The process's pool for this engine and image, made (or re-made, when the limits or the runtime
     changed) on demand. Nothing starts until the pool is warmed or refilled."""
     size = _checked_size(size)
-    endpoint = docker_backend._endpoint_of(client)
+    endpoint = docker_cleanup._endpoint_of(client)
     with _pools_lock:
         pool = _pools.get((endpoint, image))
         if pool is not None and (pool.key != PoolKey.of(image, limits, runtime) or pool._stopped):
@@ -346,27 +347,6 @@ def pool_for(client, image: str, limits: Limits, size: int, max_size: int | None
 def pools() -> list[ContainerPool]:
     with _pools_lock:
         return list(_pools.values())
-
-
-def warm(settings=None, wait: float = 0.0) -> ContainerPool:
-    """Start the warm pool for `settings` (default: `Settings.from_env()`) now rather than on the first
-    run; with `wait`, block up to that many seconds until it is full. Raises SandboxError when Docker is
-    not ready and ConfigError when the pool is turned off (pool_size 0)."""
-    from ...settings import Settings
-
-    settings = settings if settings is not None else Settings.from_env()
-    if settings.pool_size <= 0:
-        raise ConfigError("the warm pool is off (pool_size is 0): set pool_size to 1 or more "
-                          "(IPYSKILLS_POOL_SIZE, or %config IPySkills.pool_size = 2)")
-    backend = docker_backend.DockerBackend(image=settings.image, pool_size=settings.pool_size,
-                                           pool_max=settings.pool_max, runtime=settings.runtime,
-                            pool_limits=Limits.from_settings(settings))
-    backend.ensure_ready()
-    pool = backend.pool(backend.client(), backend.image)
-    pool.warm(wait)
-    if wait and pool.last_error and not pool.idle_ids():
-        raise SandboxError(f"the warm pool could not start a container: {pool.last_error}")
-    return pool
 
 
 def drain_all(timeout: float = 10.0) -> int:

@@ -303,7 +303,7 @@ def self_check(client, name: str, tag: str | None = None) -> str:
     """Run the profile's check as an ordinary sandbox run of `tag` (uid 1000, network none, read-only
     root) and return a one-line summary; raises SandboxError saying what does not work."""
     from ..policy import Limits
-    from ..runner import RunRequest
+    from ..request import RunRequest
     from ..scratch import make_scratch_dir, remove_tree
     from .backend import DockerBackend
 

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from ...errors import ConfigError
 from ..result import Finding
 from . import rules as R
-from .common import _finalize, _finding, _Hit, _short
+from .common import _finalize, _finding, _Hit, _short, check_as
 
 
 @dataclass
@@ -140,12 +140,4 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", 
 
 
 def _check_text(text: str, language: str) -> list[_Hit]:
-    from . import javascript, other, python, shell  # the checkers load on first use, not on import
-
-    if language == "python":
-        return python.check(text)
-    if language == "shell":
-        return shell.check(text)
-    if language == "javascript":
-        return javascript.check(text)
-    return other.check(text)
+    return check_as(language, text)  # the checkers load on first use, not on import

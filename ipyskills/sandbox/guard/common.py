@@ -1,12 +1,28 @@
-"""What the language checkers share: the hit type, turning hits into findings, and text helpers."""
+"""What the language checkers share: the dispatcher, the hit type, turning hits into findings, and text
+helpers."""
 
 from __future__ import annotations
+
+import importlib
 
 from ..result import Finding
 from . import rules as R
 
 # A hit is (rule id, line, detail); it becomes a Finding once the path is known.
 _Hit = tuple
+
+_CHECKERS = {"python": "python", "shell": "shell", "javascript": "javascript"}  # language -> module here
+
+
+def check_as(language: str, text: str) -> list[_Hit]:
+    """Hits for `text` read as `language` (anything else: the `other` checks).
+
+    The one way into a checker: the package's own entry and a checker that finds another language's code
+    inside its own (`python -c`, a heredoc, `subprocess.run(...)`, `child_process.exec`) both come here,
+    so no checker imports another. Each module is found by name and loads on its first check.
+    """
+    module = importlib.import_module(f"{__package__}.{_CHECKERS.get(language, 'other')}")
+    return module.check(text)
 
 
 def _finding(hit: _Hit, path: str) -> Finding:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 
 from . import rules as R
-from . import shell
-from .common import _Hit, _nested
+from .common import _Hit, _nested, check_as
 
 _JS_REGEX_BEFORE = set("(,=:[!&|?{};+-*%<>~^") | {""}
 
@@ -133,7 +132,7 @@ def check(text: str) -> list[_Hit]:
             hits.append(("js-rm-root", line_of(start), f"removing {value or '/'!r}"))
         call = _JS_SHELL_CALLS.search(before)
         if call and "child_process" in modules and (call.group("obj") in cp_names or not call.group("obj")):
-            hits.extend(_nested(shell.check(value), line_of(start), f"{call.group('fn')}()"))
+            hits.extend(_nested(check_as("shell", value), line_of(start), f"{call.group('fn')}()"))
     for module, start in modules.items():
         if module == "child_process":
             hits.append(("js-subprocess", line_of(start), "`child_process`"))

@@ -12,10 +12,9 @@ import shlex
 import tokenize
 from pathlib import PurePosixPath
 
-from ...core.requirements import _PARSE_LOCK  # one lock for every ast.parse in the process
+from ...core.pyparse import PARSE_LOCK as _PARSE_LOCK  # one lock for every ast.parse in the process
 from . import rules as R
-from . import shell
-from .common import _Hit, _nested, _short
+from .common import _Hit, _nested, _short, check_as
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _DANGEROUS_TARGETS = (R.PY_EVAL_BUILTINS | R.PY_SHELL_CALLS | R.PY_UNSAFE_DESERIALIZE | R.PY_YAML_UNSAFE_CALLS
@@ -363,7 +362,7 @@ class _PythonChecker(ast.NodeVisitor):
             text = " ".join(shlex.quote(w) if w is not None else "__VALUE__" for w in words)
         if text is None:
             return
-        hits = shell.check(text)
+        hits = check_as("shell", text)
         self.hits.extend(_nested(hits, node.lineno, f"the command run by {via}(): {_short(text, 40)!r}"))
 
     def _check_yaml_load(self, node: ast.Call, name: str):

@@ -1,5 +1,9 @@
 """The shell checker: a tokenizer that understands quotes, comments, continuations, heredocs and command
-substitutions, then the `sh-*` rules on the commands and pipelines it finds."""
+substitutions, then the `sh-*` rules on the commands and pipelines it finds.
+
+Size: one job, the shell checker; its tokenizer and its rules share one walk over nested substitutions
+and heredocs (`_ShellChecker`), so splitting them would pass that state between modules.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from . import javascript, python
 from . import rules as R
-from .common import _Hit, _nested, _short
+from .common import _Hit, _nested, _short, check_as
 
 # Syntax characters that were quoted or escaped are swapped for private-use characters before shlex runs,
 # so a quoted ";" or "|" stays a word and a `$` inside single quotes is known to be literal.
@@ -426,10 +429,10 @@ class _ShellChecker:
             hits = _ShellChecker(doc.body, doc.line, self.depth + 1).run()
             self.hits.extend(hits)  # the body's own lines are exact
         elif language == "python":
-            self.hits.extend((r, doc.line + ln - 1 if ln else doc.line, d) for r, ln, d in python.check(doc.body))
+            self.hits.extend((r, doc.line + ln - 1 if ln else doc.line, d) for r, ln, d in check_as("python", doc.body))
         elif language == "javascript":
             self.hits.extend((r, doc.line + ln - 1 if ln else doc.line, d)
-                             for r, ln, d in javascript.check(doc.body))
+                             for r, ln, d in check_as("javascript", doc.body))
 
     def _check_rm(self, cmd: _Command, options: list[str], ops: list[str]):
         recursive = any(re.match(r"^-[a-zA-Z]*[rR]", o) or o == "--recursive" for o in options)
@@ -506,12 +509,12 @@ class _ShellChecker:
         elif name.startswith(("python", "pypy")):
             code = _option_value(cmd, "-c")
             if code is not None and not _has_expansion(code):
-                hits = python.check(_lit(code))
+                hits = check_as("python", _lit(code))
                 self.hits.extend(_nested(hits, cmd.line, f"{name} -c"))
         elif name in ("node", "nodejs", "deno", "bun"):
             code = _option_value(cmd, "-e") or _option_value(cmd, "--eval") or _option_value(cmd, "-p")
             if code is not None and not _has_expansion(code):
-                self.hits.extend(_nested(javascript.check(_lit(code)), cmd.line, f"{name} -e"))
+                self.hits.extend(_nested(check_as("javascript", _lit(code)), cmd.line, f"{name} -e"))
 
     def _check_sourced(self, cmd: _Command, operands: list[str]):
         for raw in operands:

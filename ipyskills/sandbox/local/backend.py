@@ -56,17 +56,13 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import errno
-import grp
 import json
 import math
 import os
-import pwd
 import re
-import secrets
 import selectors
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -75,14 +71,14 @@ from pathlib import Path
 
 from ...errors import RunInterrupted, SandboxError
 from .. import signals
-from ..result import Artifact, ExecuteResult, OutputBuffer, printable_path
-from ..runner import RunRequest
+from ..request import RunRequest
+from ..result import Artifact, ExecuteResult, OutputBuffer
 from . import confine as local_confine
+from .run_files import collect_artifacts, remove_tree  # remove_tree: callers import it from here too
+from .run_uids import _target_ids, _wait_group_gone, kill_processes_of, sweep_files_of
 from .skill_copy import copy_skill
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-RUN_IDS = range(1_900_000_000, 1_901_000_000)  # far above distributions' account and subuid ranges
-SWEPT_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable places a run uid may leave files in
 OPEN_FILES = 256
 HELPER = str(Path(__file__).with_name("isolation.py"))
 HELPER_STARTUP_SECONDS = 10.0  # the helper reports within this or the run is abandoned
@@ -606,176 +602,5 @@ class _Run:
         return ", ".join(held) + " | NOT isolated: " + ", ".join(missing)
 
 
-def _target_ids() -> tuple[int | None, int | None]:
-    """A uid (and equal gid) for this run alone, when we are root; an ordinary user cannot switch."""
-    if os.geteuid() != 0:
-        return None, None
-    busy = _uids_of_processes()
-    for _ in range(100):
-        uid = RUN_IDS[secrets.randbelow(len(RUN_IDS))]
-        if uid in busy or _has_account(uid):
-            continue
-        return uid, uid
-    raise SandboxError("the local backend found no free uid for the run; try again")
-
-
-def _has_account(uid: int) -> bool:
-    try:
-        pwd.getpwuid(uid)
-        return True
-    except KeyError:
-        pass
-    try:
-        grp.getgrgid(uid)
-        return True
-    except KeyError:
-        return False
-
-
-def _uids_of_processes() -> set[int]:
-    uids = set()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return uids
-    for entry in entries:
-        if entry.isdigit():
-            try:
-                uids.add(os.stat(f"/proc/{entry}").st_uid)
-            except OSError:
-                continue
-    return uids
-
-
-def kill_processes_of(uid: int, rounds: int = 50) -> None:
-    """SIGKILL every process owned by `uid` (a uid only this run uses), until none is left."""
-    for _ in range(rounds):
-        found = False
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                if os.stat(f"/proc/{entry}").st_uid != uid:
-                    continue
-                with open(f"/proc/{entry}/stat", "rb") as fh:
-                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                        continue  # already dead, waiting for its parent
-                os.kill(int(entry), signal.SIGKILL)
-                found = True
-            except (OSError, IndexError):
-                continue
-        if not found:
-            return
-        time.sleep(0.01)
-
-
-def sweep_files_of(uid: int, dirs=SWEPT_DIRS) -> None:
-    """Remove what `uid` left at the top of the shared world-writable folders (links are not followed)."""
-    for folder in dirs:
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    remove_tree(Path(entry.path))
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
-
-
 def _python() -> str:
     return sys.executable or shutil.which("python3", path=SYSTEM_PATH) or "/usr/bin/python3"
-
-
-def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            os.killpg(pgid, 0)
-        except OSError as exc:
-            if exc.errno == errno.ESRCH:
-                return
-        time.sleep(0.01)
-
-
-def collect_artifacts(out: Path, cap: int, max_files: int, skip: dict | None = None) -> list[Artifact]:
-    """Regular files under `out` (top folder first, names sorted), at most `max_files`; a file's data is
-    returned only while the running total stays within `cap`, otherwise it is listed with data None.
-    Walked with directory fds and O_NOFOLLOW, so a link the script planted is never followed."""
-    artifacts: list[Artifact] = []
-    used = 0
-    if not out.is_dir():
-        return artifacts
-    for dirpath, dirnames, filenames, dirfd in os.fwalk(out, follow_symlinks=False):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, out)
-        for name in sorted(filenames):
-            if len(artifacts) >= max_files:
-                return artifacts
-            try:
-                # O_NONBLOCK: opening a fifo must not wait for a writer.
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dirfd)
-            except OSError:
-                continue  # a symlink, or something we cannot open
-            try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-                if skip and skip.get(rel.replace(os.sep, "/")) == (st.st_size, st.st_mtime_ns):
-                    continue  # a staged input the script left as it was
-                data = None
-                if used + st.st_size <= cap:
-                    data = _read_exactly(fd, st.st_size)
-                    used += len(data)
-            finally:
-                os.close(fd)
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            artifacts.append(Artifact(path=printable_path(rel.replace(os.sep, "/")), size=st.st_size, data=data))
-    return artifacts
-
-
-def _read_exactly(fd: int, size: int) -> bytes:
-    chunks, left = [], size
-    while left > 0:
-        chunk = os.read(fd, min(left, 1024 * 1024))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def remove_tree(path: Path) -> None:
-    """Delete a run folder whatever the script did to its permissions."""
-    if not os.path.lexists(path):
-        return
-
-    def make_writable(func, failed_path, _exc):
-        parent = os.path.dirname(failed_path)
-        try:
-            os.chmod(parent, 0o700)
-            os.chmod(failed_path, 0o700) if os.path.isdir(failed_path) else None
-            func(failed_path)
-        except OSError:
-            pass
-
-    _open_dirs(path)
-    shutil.rmtree(path, onerror=make_writable)
-
-
-def _open_dirs(path: Path) -> None:
-    """Give every folder owner rwx (our read-only copy uses 0555), without following links."""
-    for dirpath, dirnames, _files in os.walk(path):
-        for name in dirnames:
-            full = os.path.join(dirpath, name)
-            if not os.path.islink(full):
-                try:
-                    os.chmod(full, 0o700)
-                except OSError:
-                    pass

@@ -528,7 +528,7 @@ def _run_build(client, image, sdist: Path, requires: list[str], name: str, out_d
     from ..docker.backend import WORKSPACE, DockerBackend
     from ..inputs import stage_inputs
     from ..policy import Limits
-    from ..runner import RunRequest
+    from ..request import RunRequest
 
     limits = Limits(timeout=timeout, **BUILD_LIMITS)
     tools = _build_tools(requires, name, log)

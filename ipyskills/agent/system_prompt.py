@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..core.prompt import catalog
 from ..errors import ConfigError
 
 PROMPT_FORMATS = ("xml", "markdown")
@@ -35,8 +36,6 @@ def system_prompt_for(skills: Iterable, format: str = "xml") -> str:
     if not skills:
         return ""
     if format == "xml":
-        from .prompt import catalog
-
         return f"{INSTRUCTIONS}\n\n{catalog(skills)}"
     instructions = INSTRUCTIONS.replace("read_skill", "`read_skill`").replace(
         "execute_skill_script", "`execute_skill_script`").replace("file_path", "`file_path`")

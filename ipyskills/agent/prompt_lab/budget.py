@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import SkillError
+from ...errors import SkillError
 
 METADATA_TOKENS = 100  # the specification: "~100 tokens" of name and description, loaded for every skill
 INSTRUCTION_TOKENS = 5000  # the specification: "< 5000 tokens recommended" for the SKILL.md body
@@ -108,7 +108,7 @@ def provider_counter(client, model: str | None) -> tuple[Callable[[str], int], s
         return None
 
     def counter(text: str) -> int:
-        from ..agent_loop import client_error
+        from ..loop import client_error
 
         try:
             result = count(model=model, messages=[{"role": "user", "content": text or " "}])
@@ -129,8 +129,8 @@ def skill_budget(registry, name: str | None = None, *, client=None, model: str |
     `counter(text) -> tokens` overrides the counting; else the client's counter when it has one (with
     `model`), else the chars/4 estimate.
     """
-    from ..core.prompt import catalog
-    from ..core.resources import list_resources
+    from ...core.prompt import catalog
+    from ...core.resources import list_resources
 
     method = "custom counter" if counter else ESTIMATE
     if counter is None:

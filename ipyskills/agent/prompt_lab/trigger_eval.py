@@ -24,9 +24,9 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..agent_loop import ClientError, call_target, detect_style, model_reply, request_options
-from ..core.tools import READ_SKILL, AgentView
-from ..errors import ConfigError, SkillError
+from ...errors import ConfigError, SkillError
+from ..loop import ClientError, call_target, detect_style, model_reply, request_options
+from ..tools import READ_SKILL, AgentView
 
 DEFAULT_RUNS = 3
 DEFAULT_MAX_TOKENS = 1024  # the eval reads the first reply's tool calls; a long answer is wasted time
@@ -397,7 +397,7 @@ def eval_trigger(skills, name: str, queries, *, client, model: str, runs: int = 
     options = dict(create_options, max_tokens=max_tokens, tool_choice=tool_choice)
     sent = request_options(style, tools, **options)  # a bad option fails before any request
 
-    from ..core.agent_prompt import system_prompt_for
+    from ..system_prompt import system_prompt_for
 
     prompts = []
     for text in texts:
