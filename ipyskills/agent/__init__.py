@@ -1,0 +1,1 @@
+"""Agent-facing layers of ipyskills: the tools served to agent clients."""
