@@ -77,14 +77,16 @@ def cmd_mcp(args) -> int:
         reg.settings = reg.settings.with_overrides(runtime=args.runtime)
     server = build_server(reg, allow, disabled, **view_options(args))
     if args.http:
-        from ..agent.mcp.http import HOST, PATH, new_token, serve_http
+        from ..agent.mcp.http import new_token, serve_http
 
         token = args.token or os.environ.get(TOKEN_ENV) or ""
         if not token:
             token = new_token()
             print(f"ipyskills: bearer token (shown once): {token}", file=sys.stderr)
-        print(f"ipyskills: MCP server at http://{HOST}:{args.port}{PATH}", file=sys.stderr, flush=True)
-        serve_http(server, port=args.port, token=token)
+        def announce(url):
+            print(f"ipyskills: MCP server at {url}", file=sys.stderr, flush=True)
+
+        serve_http(server, port=args.port, token=token, announce=announce)
         return 0
     from ..agent.mcp.stdio import serve_stdio
 

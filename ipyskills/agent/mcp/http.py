@@ -126,7 +126,9 @@ class HTTPServer:
             pass
 
 
-def serve_http(server, *, port: int, token: str) -> None:
-    """Serve in the foreground until interrupted."""
+def serve_http(server, *, port: int, token: str, announce=None) -> None:
+    """Serve in the foreground until interrupted; `announce(url)` is called once listening."""
     sock = _bind(port)
+    if announce is not None:
+        announce(f"http://{HOST}:{sock.getsockname()[1]}{PATH}")
     _uvicorn(http_app(server, token)).run(sockets=[sock])

@@ -69,24 +69,28 @@ class _Recorder:
         return result
 
 
-def make_view(registry, allow=None, disabled=(), **options):
+def make_view(registry, allow=None, disabled=(), enabled=(), **options):
     """The agent view the server serves: `registry.for_agent(allow, disabled, **options)` without activation
-    tracking (one server answers many conversations, so every call is stateless, like `dispatch`)."""
+    tracking (one server answers many conversations, so every call is stateless, like `dispatch`);
+    `enabled`: names to `view.enable` (skills whose SKILL.md sets disable-model-invocation)."""
     options.setdefault("track_activations", False)
     recorder = _Recorder(registry)
     # for_agent of the registry's own class, bound to the recorder: the view's runs pass through it.
     view = type(registry).for_agent(recorder, allow, disabled, **options)
+    for name in enabled:
+        if name in registry and (view.allow is None or registry.get(name).name in view.allow):
+            view.enable(name)
     return view, recorder
 
 
 class Service:
     """What the MCP handlers call: one view, its skill files, and the runs in flight."""
 
-    def __init__(self, registry, allow=None, disabled=(), **options):
+    def __init__(self, registry, allow=None, disabled=(), enabled=(), **options):
         from .skills_ext import SkillFiles
 
         self.registry = registry
-        self.view, self._recorder = make_view(registry, allow, disabled, **options)
+        self.view, self._recorder = make_view(registry, allow, disabled, enabled, **options)
         self.files = SkillFiles(self.view)
         self._runs = itertools.count(1)
         self._lock = threading.Lock()
@@ -140,9 +144,11 @@ def _textual(mime: str, path: str) -> bool:
         path.endswith((".csv", ".md", ".txt", ".json", ".svg"))
 
 
-def build_server(registry, allow=None, disabled=(), *, instructions: bool = True, **options):
+def build_server(registry, allow=None, disabled=(), *, enabled=(), instructions: bool = True, **options):
     """An `mcp.server.lowlevel.Server` serving `registry` through `registry.for_agent(allow, disabled,
-    **options)`; its `.ipyskills` attribute is the Service (view, files, runs in flight)."""
+    **options)` (`enabled`: see make_view); its `.ipyskills` attribute is the Service (view, files, runs
+    in flight). `instructions`: give the client the view's system prompt (skills and how to use the
+    tools) as the server's instructions, as of now."""
     require_sdk()
     import anyio
     import mcp_types as types
@@ -152,7 +158,7 @@ def build_server(registry, allow=None, disabled=(), *, instructions: bool = True
     from ... import __version__
     from .skills_ext import EXTENSION_ID
 
-    service = Service(registry, allow, disabled, **options)
+    service = Service(registry, allow, disabled, enabled, **options)
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
 
     async def list_tools(ctx, params):
