@@ -128,6 +128,9 @@ class HTTPServer:
 
 def serve_http(server, *, port: int, token: str, announce=None) -> None:
     """Serve in the foreground until interrupted; `announce(url)` is called once listening."""
+    from .stdio import install_cleanup_on_signals
+
+    install_cleanup_on_signals()
     sock = _bind(port)
     if announce is not None:
         announce(f"http://{HOST}:{sock.getsockname()[1]}{PATH}")

@@ -8,17 +8,37 @@ the abandoned worker threads to reach their runs' deadlines.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+
+log = logging.getLogger(__name__)
+
+
+def install_cleanup_on_signals() -> None:
+    """SIGTERM/SIGHUP end this process's runs first, as for every other ipyskills process. Called from the
+    main thread: runs are started from worker threads here, where the sandbox cannot install it itself."""
+    from ...sandbox.signals import install  # internal, imported here only
+
+    install()
 
 
 def serve_stdio(server) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
+    install_cleanup_on_signals()
+
     async def main():
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+        except Exception as exc:  # noqa: BLE001 - the pipe broke: the client is gone, which ends the session
+            log.info("ipyskills mcp: the client went away (%s)", type(exc).__name__)
+        finally:
+            # Here, not after anyio.run: leaving the event loop waits for the abandoned worker threads.
+            if server.ipyskills.in_flight:
+                end_runs_and_exit()
 
     try:
         anyio.run(main)
