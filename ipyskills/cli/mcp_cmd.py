@@ -80,10 +80,12 @@ def cmd_mcp(args) -> int:
         from ..agent.mcp.http import new_token, serve_http
 
         token = args.token or os.environ.get(TOKEN_ENV) or ""
-        if not token:
-            token = new_token()
-            print(f"ipyskills: bearer token (shown once): {token}", file=sys.stderr)
-        def announce(url):
+        generated = not token
+        token = token or new_token()
+
+        def announce(url):  # once listening, so a port that cannot be had shows no token
+            if generated:
+                print(f"ipyskills: bearer token (shown once): {token}", file=sys.stderr)
             print(f"ipyskills: MCP server at {url}", file=sys.stderr, flush=True)
 
         serve_http(server, port=args.port, token=token, announce=announce)

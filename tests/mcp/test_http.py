@@ -6,7 +6,6 @@ In-process (`HTTPServer`, the one `%skills mcp start` runs, bound to a live regi
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 
 from ipyskills.errors import SkillError
 
-from .conftest import REPO, server_env, text_of, timeless
+from .conftest import REPO, server_env, text_of
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -174,7 +173,7 @@ def test_the_command_serves_http_with_a_generated_token(skills_root):
             try:
                 result = anyio.run(main)
                 break
-            except BaseException:  # noqa: BLE001 - not listening yet
+            except BaseException:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
@@ -199,7 +198,7 @@ def test_the_token_from_the_environment_is_not_printed(skills_root):
             try:
                 assert status_without(url, {"Authorization": f"Bearer {TOKEN}"}) == 200
                 break
-            except Exception:  # noqa: BLE001
+            except Exception:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)

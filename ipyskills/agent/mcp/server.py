@@ -40,7 +40,7 @@ ARTIFACT_SCHEME = "ipyskills-artifact"
 def require_sdk():
     """The `mcp` package, or a SkillError saying how to get it."""
     try:
-        import mcp  # noqa: F401
+        import mcp
         import mcp.server.lowlevel  # noqa: F401
     except ImportError as exc:
         raise SkillError("the MCP server needs the MCP Python SDK, which is not installed: "
