@@ -23,6 +23,14 @@ time.sleep(float(sys.argv[1]))
 print("woke", sys.argv[2:])
 """
 HOST_SECRET = "HOST-SECRET-MCP-51"
+BIG_ARTIFACTS = """\
+import os
+out = os.environ["IPYSKILLS_OUTPUT"]
+open(os.path.join(out, "small report.md"), "w").write("# Small\\n")
+open(os.path.join(out, "chart.png"), "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + bytes(100))
+open(os.path.join(out, "huge.bin"), "wb").write(os.urandom(1536 * 1024))
+print("wrote 3 files")
+"""
 
 
 def docker_ready() -> None:
@@ -50,6 +58,7 @@ def skills_root(tmp_path: Path) -> Path:
                     "scripts/slow.py": SLOW, "scripts/danger.py": DANGER, "scripts/artifact.py": ARTIFACT,
                     "scripts/sleep.py": SLEEP,
                     "scripts/read_input.py": "import sys\nprint(open(sys.argv[1]).read())\n",
+                    "scripts/big_artifacts.py": BIG_ARTIFACTS,
                     "assets/logo.png": b"\x89PNG\r\n\x1a\n" + bytes(64),
                 }, frontmatter="license: Apache-2.0\nmetadata:\n  author: tests\n")
     write_skill(root, "pdf-processing", "Extract text and tables from PDF files. Use when handling PDFs.",

@@ -208,15 +208,26 @@ def test_a_timeout_is_a_tool_result_and_the_server_goes_on(skills_root, docker):
 def test_artifacts_come_back_embedded(skills_root, docker):
     async def main():
         async with stdio_session("--dir", str(skills_root), "--backend", "docker") as session:
-            return await session.call_tool("execute_skill_script", {"skill_name": "data-tool",
-                                                                    "script_path": "scripts/artifact.py"})
+            small = await session.call_tool("execute_skill_script", {"skill_name": "data-tool",
+                                                                     "script_path": "scripts/artifact.py"})
+            big = await session.call_tool("execute_skill_script", {"skill_name": "data-tool",
+                                                                   "script_path": "scripts/big_artifacts.py"})
+            return small, big
 
-    result = run(main)
+    result, big = run(main)
     assert "result.csv" in text_of(result) and not result.is_error
     embedded = [c for c in result.content if c.type == "resource"]
     assert len(embedded) == 1
     assert str(embedded[0].resource.uri).endswith("/result.csv")
     assert embedded[0].resource.text == "a,b\n1,2\n"
+    # Capped: a file over 1 MiB is listed in the text (as dispatch lists it) but not embedded; it is named.
+    assert not big.is_error and "huge.bin" in text_of(big)
+    kinds = {str(c.resource.uri).rsplit("/", 1)[1]: c.resource for c in big.content if c.type == "resource"}
+    assert set(kinds) == {"small%20report.md", "chart.png"}
+    assert kinds["small%20report.md"].text == "# Small\n"
+    assert base64.b64decode(kinds["chart.png"].blob)[:4] == b"\x89PNG"
+    assert big.content[-1].type == "text" and "not embedded here" in big.content[-1].text
+    assert "huge.bin" in big.content[-1].text
 
 
 def test_no_docker_engine_is_the_agent_tools_error(skills_root, tmp_path):

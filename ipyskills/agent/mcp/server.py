@@ -25,6 +25,7 @@ import itertools
 import logging
 import threading
 from typing import Any
+from urllib.parse import quote
 
 from ...errors import SkillError
 
@@ -122,7 +123,7 @@ class Service:
                 left_out.append(artifact.path)
                 continue
             total += len(data)
-            uri = f"{ARTIFACT_SCHEME}://run-{number}/{artifact.path}"
+            uri = f"{ARTIFACT_SCHEME}://run-{number}/{quote(artifact.path, safe='/')}"
             mime = getattr(artifact, "mime", None) or "application/octet-stream"
             try:
                 text = data.decode("utf-8") if _textual(mime, artifact.path) else None
