@@ -63,10 +63,14 @@ def cmd_mcp(args) -> int:
 
     allow, disabled = _names(args.allow), _names(args.disable) or []
     if args.config:
-        roots = [os.path.abspath(d) for d in (args.dirs or [])]
+        # Absolute, and the configured roots spelled out when no --dir is given: a client starts the
+        # server from a working directory of its own.
+        roots = ([os.path.abspath(d) for d in args.dirs] if args.dirs else
+                 [str(r) for r in make_registry(args).roots if os.path.isdir(r)])
         cli = config.stdio_args(roots, allow=allow, disabled=disabled,
                                 inputs_dir=os.path.abspath(args.inputs) if args.inputs else None,
-                                backend=args.backend, timeout=args.timeout)
+                                backend=args.backend, timeout=args.timeout, memory=args.memory,
+                                runtime=args.runtime, deps=args.deps)
         print(config.dumps(config.stdio_config(cli)))
         print(config.stdio_command_line(cli))
         return 0

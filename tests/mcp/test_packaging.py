@@ -44,3 +44,20 @@ def test_bad_filters_are_usage_errors_before_anything_starts(skills_root):
                            "--port", "70000"], cwd=str(REPO), env=server_env(), capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 1 and "port must be a number from 0 to 65535" in proc.stderr
+
+
+def test_config_repeats_every_option_given(skills_root, inputs_dir):
+    proc = subprocess.run([sys.executable, "-m", "ipyskills", "mcp", "--config", "--dir", str(skills_root),
+                           "--allow", "pdf-processing,data-tool", "--disable", "secret-ops", "--inputs",
+                           str(inputs_dir), "--backend", "docker", "--timeout", "12.5", "--memory", "1g",
+                           "--runtime", "runc", "--deps", "declared"],
+                          cwd=str(REPO), env=server_env(), capture_output=True, text=True, timeout=60, check=True)
+    import json
+
+    config = json.loads(proc.stdout[:proc.stdout.rindex("}") + 1])
+    entry = config["mcpServers"]["ipyskills"]
+    assert entry["command"] == sys.executable
+    assert entry["args"] == ["-m", "ipyskills", "mcp", "--dir", str(skills_root), "--allow",
+                             "data-tool,pdf-processing", "--disable", "secret-ops", "--inputs", str(inputs_dir),
+                             "--backend", "docker", "--timeout", "12.5", "--memory", "1g", "--runtime", "runc",
+                             "--deps", "declared"]

@@ -10,8 +10,9 @@ import sys
 SERVER_KEY = "ipyskills"
 
 
-def stdio_args(roots, *, allow=None, disabled=(), inputs_dir=None, backend=None, timeout=None) -> list[str]:
-    """`ipyskills mcp` arguments reproducing a registry's roots and an agent view."""
+def stdio_args(roots, *, allow=None, disabled=(), inputs_dir=None, backend=None, timeout=None, memory=None,
+               runtime=None, deps=None) -> list[str]:
+    """`ipyskills mcp` arguments reproducing a registry's roots, an agent view and run options."""
     args = ["mcp"]
     for root in roots:
         args += ["--dir", str(root)]
@@ -25,6 +26,9 @@ def stdio_args(roots, *, allow=None, disabled=(), inputs_dir=None, backend=None,
         args += ["--backend", backend]
     if timeout is not None:
         args += ["--timeout", f"{timeout:g}"]
+    for flag, value in (("--memory", memory), ("--runtime", runtime), ("--deps", deps)):
+        if value:
+            args += [flag, value]
     return args
 
 
