@@ -6,6 +6,7 @@ In-process (`HTTPServer`, the one `%skills mcp start` runs, bound to a live regi
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -206,3 +207,39 @@ def test_the_token_from_the_environment_is_not_printed(skills_root):
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     assert TOKEN not in err
+
+
+@pytest.mark.docker
+def test_a_client_gone_mid_run_leaves_the_server_serving_and_no_container(reg, docker):
+    """Over HTTP the run of a client that went away ends at its own deadline; the server serves on."""
+    from ipyskills.agent.mcp.http import HTTPServer
+    from ipyskills.agent.mcp.server import build_server
+    from ipyskills.sandbox.docker.backend import LABEL_POOL
+    from tests.mcp.test_disconnect import _containers
+
+    def runs():  # this process's run containers (the warm pool's stand by on purpose)
+        return [c for c in _containers(os.getpid()) if (c.get("Labels") or {}).get(LABEL_POOL) != "1"]
+
+    server = HTTPServer(build_server(reg, timeout=3), token=TOKEN).start()
+    try:
+        async def leave_mid_run():
+            with anyio.move_on_after(1.5):
+                async with http_session(server.url, TOKEN) as session:
+                    await session.call_tool("execute_skill_script", {
+                        "skill_name": "data-tool", "script_path": "scripts/sleep.py", "args": ["100"]})
+
+        anyio.run(leave_mid_run)
+        assert server.mcp_server.ipyskills.in_flight == 1  # the run goes on without its client
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (runs() or server.mcp_server.ipyskills.in_flight):
+            time.sleep(0.2)
+        assert not runs() and server.mcp_server.ipyskills.in_flight == 0
+
+        async def again():
+            async with http_session(server.url, TOKEN) as session:
+                return await session.call_tool("read_skill", {"skill_name": "pdf-processing"})
+
+        assert text_of(anyio.run(again)).startswith('<skill_content name="pdf-processing">')
+    finally:
+        server.stop()
+    assert not server.running

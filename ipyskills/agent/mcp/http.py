@@ -74,7 +74,8 @@ def _bind(port: int) -> socket.socket:
 def _uvicorn(app):
     import uvicorn
 
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    # A stop does not wait for streams a client keeps open (a run still ends at its own deadline).
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3)
     return uvicorn.Server(config)
 
 
