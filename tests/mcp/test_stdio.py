@@ -303,3 +303,25 @@ def test_concurrent_calls_run_side_by_side(skills_root, docker):
     for i in range(3):
         assert not results[i].is_error and f"woke ['call-{i}']" in text_of(results[i])
     assert elapsed < 7.5, f"three 3 s runs took {elapsed:.1f} s: they did not overlap"
+
+
+def test_a_skill_that_cannot_be_read_does_not_hide_the_others(skills_root, tmp_path):
+    from ipyskills import SkillRegistry
+    from ipyskills.agent.mcp.skills_ext import SkillFiles
+
+    reg = SkillRegistry([skills_root])
+    files = SkillFiles(reg.for_agent())
+    reg.list()
+    # After discovery, pdf-processing's SKILL.md becomes a link leading out of its folder: refused to read.
+    skill_md = skills_root / "pdf-processing" / "SKILL.md"
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text(skill_md.read_text())
+    skill_md.unlink()
+    skill_md.symlink_to(outside)
+    listing = files.list_entries(None)
+    resources = {r["uri"] for r in files.resource_list()}
+    names = [s["frontmatter"]["name"] for s in listing["skills"]]
+    assert names == ["data-tool", "pdf-processing", "secret-ops"]
+    pdf = next(s for s in listing["skills"] if s["frontmatter"]["name"] == "pdf-processing")
+    assert pdf["resources"] == "dynamic"  # no complete, verifiable list: the SEP's answer
+    assert "skill://data-tool/SKILL.md" in resources and "skill://secret-ops/SKILL.md" in resources

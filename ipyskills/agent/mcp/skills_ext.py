@@ -93,7 +93,10 @@ class SkillFiles:
         frontmatter = _json_safe(dict(meta.frontmatter or {}))
         frontmatter.setdefault("name", meta.name)
         frontmatter.setdefault("description", meta.description)
-        paths, complete = self.files(name)
+        try:
+            paths, complete = self.files(name)
+        except SkillError:  # its files cannot be listed now: published without a manifest, never dropped
+            paths, complete = [], False
         resources: list[dict] | str = []
         total = 0
         if complete and len(paths) <= MAX_FILES:
@@ -138,7 +141,10 @@ class SkillFiles:
         out = []
         for name in self.names():
             meta = self.registry.get(name)
-            paths, _complete = self.files(name)
+            try:
+                paths, _complete = self.files(name)
+            except SkillError:  # one skill whose files cannot be listed does not hide the others
+                paths = [meta.skill_md.name]
             for path in paths:
                 item = {"uri": skill_uri(name, path), "name": f"{name}/{path}"}
                 if path == meta.skill_md.name:
