@@ -11,7 +11,7 @@ import sys
 
 from ..errors import SkillError
 
-COMMAND_MODULES = ("validate_cmd", "core_cmds", "run_cmd", "deps_cmd", "guard_cmd", "sandbox_cmds")
+COMMAND_MODULES = ("validate_cmd", "core_cmds", "run_cmd", "deps_cmd", "guard_cmd", "sandbox_cmds", "mcp_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -52,7 +52,7 @@ from .magic_args import (  # noqa: F401 (strip_comment: re-exported)
 )
 
 SKILLS_COMMANDS = ("list", "add", "validate", "prompt", "browse", "refresh", "tools", "agent", "deps", "eval",
-                   "budget")
+                   "budget", "mcp")
 ALL_SKILLS = "*"  # `--allow '*'` lifts the session's allow-list (not a valid skill name, so unambiguous)
 _AGENT_TRAITS = ("agent_allow", "agent_disabled", "agent_enabled", "agent_inputs", "agent_client", "agent_model",
                  "agent_options", "eval_parallel")
@@ -188,6 +188,7 @@ class IPySkills(IPySkillsConfig, Magics):
                                           against the spec's guidance (provider counter or chars/4 estimate)
         %skills browse                    the widget browser
         %skills refresh                   re-scan the roots
+        %skills mcp [start|stop]          MCP client configuration; start/stop a 127.0.0.1 server of this kernel
 
         The agent filter is also settable as traits: c.IPySkills.agent_allow / agent_disabled /
         agent_enabled (ipython_config.py or %config). It applies to %skills tools, %skills prompt --format
@@ -207,7 +208,7 @@ class IPySkills(IPySkillsConfig, Magics):
             raise UsageError(f"%skills: unknown command {command!r}; {hint}use one of "
                              f"{', '.join(SKILLS_COMMANDS)} (or %skills help)")
         needs_target = command in ("add", "deps", "eval")
-        takes_target = command in ("add", "validate", "deps", "eval", "budget")
+        takes_target = command in ("add", "validate", "deps", "eval", "budget", "mcp")
         if needs_target and not args.target:
             raise UsageError({"add": "%skills add needs a folder: %skills add DIR (a root of skills or one skill "
                                      "folder)",
@@ -228,6 +229,11 @@ class IPySkills(IPySkillsConfig, Magics):
         table = SkillTable(self._call(reg.list), shadowed=getattr(reg, "shadowed", ()),
                            skipped=getattr(reg, "skipped", ()), limit=args.rows or self.table_rows)
         return table.filter(args.filter) if args.filter else table
+
+    def _skills_mcp(self, args):  # %skills mcp [start|stop]: see mcp_magic.py
+        from .mcp_magic import skills_mcp
+
+        return skills_mcp(self, args)
 
     def _skills_refresh(self, args):
         self._call(self.registry.refresh)

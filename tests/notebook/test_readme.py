@@ -39,6 +39,10 @@ NOT_RUN = {
         "builds llama-cpp-python once (about 8 minutes) and then serves until stopped; "
         "tests/notebook/test_nb_local_model.py runs the same script (prepare) and the same server and magics "
         "in a real kernel",
+    "{": "the mcpServers JSON of the MCP section; tests/mcp/test_readme_mcp.py checks it against "
+         "`ipyskills mcp --config` and starts the server it names with the SDK's client",
+    "-> initialize": "the MCP transcript; tests/mcp/test_readme_mcp.py makes the same session again "
+                     "(scripts/mcp_transcript.py) and compares",
     "bash scripts/test.sh                         # everything, as CI runs it":
         "is the test suite itself (CI runs it); the other lines start the tests again and run the "
         "benchmarks, which are not tests (the published file tasks run in tests/published/test_real_tasks.py)",
@@ -208,6 +212,7 @@ def test_python_examples_run_in_a_kernel(workspace, monkeypatch):
     assert "summary-generator" in text_of("queries = [")
     python_api = text_of("from ipyskills import SkillRegistry")
     assert (workspace / "copy.png").is_file() and "results/chart" in python_api
+    assert '"mcpServers"' in text_of("%skills mcp") and "-m ipyskills mcp --dir" in text_of("%skills mcp")
     agent_inputs = text_of("view = reg.for_agent(inputs_dir=")
     assert 'Inputs in the working folder: ["measurements.json"]' in agent_inputs
     assert '"mean": 15.0' in agent_inputs and "exit_code=\"0\"" in agent_inputs
