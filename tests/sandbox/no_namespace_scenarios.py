@@ -1,0 +1,299 @@
+"""Attacks on the local backend where no namespace can be made, as on Binder and in a Kubernetes pod
+(the engine's default seccomp profile refuses user namespaces): run as a file by an ordinary user,
+`python no_namespace_scenarios.py [NAME...]`, it runs each scenario through LocalBackend for real, watches
+from outside what the script could not hide (a UDP and a TCP listener, the pids it started, /dev/shm, a
+token file in the user's home) and prints one JSON object: scenario name -> what the run returned and what
+was seen. Standard library and ipyskills only, so it runs in a bare container too.
+
+Used by test_local_no_namespaces.py (on this machine, uid 1000 behind a seccomp filter that refuses
+unshare, as the default profile does) and test_binder_container.py (in a container started like a pod).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+from ipyskills.sandbox.local.backend import LocalBackend
+from ipyskills.sandbox.policy import Limits
+from ipyskills.sandbox.runner import RunRequest
+
+SKILL_MD = "---\nname: {name}\ndescription: A skill used by the sandbox tests.\n---\nBody.\n"
+
+
+def _skill(base: Path, name: str, script: str) -> Path:
+    skill = base / name
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL_MD.format(name=name))
+    (skill / "scripts" / "s.py").write_text(textwrap.dedent(script))
+    return skill
+
+
+def _run(skill: Path, args=(), **limits) -> dict:
+    started = time.monotonic()
+    result = LocalBackend().run(RunRequest(skill_name=skill.name, skill_dir=skill, script="scripts/s.py",
+                                           args=[str(a) for a in args], limits=Limits(**{"timeout": 30, **limits})))
+    return {"stdout": result.stdout, "stderr": result.stderr[-3000:], "isolation": result.isolation,
+            "exit_code": result.exit_code, "oom_killed": result.oom_killed, "timed_out": result.timed_out,
+            "seconds": round(time.monotonic() - started, 3)}
+
+
+NETWORK = """
+import json, socket, sys
+udp_port, tcp_port = int(sys.argv[1]), int(sys.argv[2])
+out = {}
+def attempt(name, fn):
+    try:
+        out[name] = fn()
+    except OSError as exc:
+        out[name] = f"refused: {type(exc).__name__}: {exc}"
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(b"leak-udp", ("127.0.0.1", udp_port))
+    return "sent"
+def udp6():
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.sendto(b"leak-udp6", ("::1", udp_port))
+    return "sent"
+def tcp():
+    s = socket.create_connection(("127.0.0.1", tcp_port), timeout=3)
+    s.sendall(b"leak-tcp")
+    return "sent"
+def tcp_listen():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.listen()  # an unbound socket binds itself to a free port
+    return "listening on %d" % s.getsockname()[1]
+attempt("udp", udp)
+attempt("udp6", udp6)
+attempt("tcp", tcp)
+attempt("tcp_listen", tcp_listen)
+attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP) and "made")
+attempt("ping", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP) and "made")
+attempt("netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0) and "made")
+attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) and "made")
+attempt("unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) and "made")
+attempt("socketpair", lambda: socket.socketpair() and "made")
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(0x40000000 | 41, 2, 2, 0) < 0:  # an x32 socket(AF_INET, SOCK_DGRAM)
+    out["x32"] = "refused: " + __import__("os").strerror(ctypes.get_errno())
+else:
+    out["x32"] = "made"
+print(json.dumps(out))
+"""
+
+
+def scenario_network(base: Path) -> dict:
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.setblocking(False)
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen()
+    tcp.setblocking(False)
+    try:
+        out = _run(_skill(base, "net", NETWORK), [udp.getsockname()[1], tcp.getsockname()[1]])
+        time.sleep(0.3)
+        seen = []
+        try:
+            seen.append(udp.recv(100).decode())
+        except BlockingIOError:
+            pass
+        try:
+            conn, _ = tcp.accept()
+            seen.append("tcp connection")
+            conn.close()
+        except BlockingIOError:
+            pass
+        out["seen"] = seen
+        return out
+    finally:
+        udp.close()
+        tcp.close()
+
+
+MULTI = """
+import json, multiprocessing, os, sys
+from multiprocessing import shared_memory
+marker, host_file = sys.argv[1], sys.argv[2]
+
+def square(x):
+    return x * x
+
+def bump(value, lock):
+    with lock:
+        value.value += 1
+
+if __name__ == "__main__":
+    out = {}
+    for method in ("fork", "spawn", "forkserver"):
+        try:
+            ctx = multiprocessing.get_context(method)
+            lock = ctx.Lock()
+            with lock:
+                with ctx.Pool(2) as pool:
+                    total = sum(pool.map(square, range(10)))
+            value = ctx.Value("i", 0)
+            shared_lock = ctx.Lock()
+            workers = [ctx.Process(target=bump, args=(value, shared_lock)) for _ in range(3)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            out[method] = [total, value.value]
+        except Exception as exc:
+            out[method] = f"{type(exc).__name__}: {exc}"
+    try:
+        mem = shared_memory.SharedMemory(create=True, size=4096)
+        mem.buf[:5] = b"hello"
+        other = shared_memory.SharedMemory(name=mem.name)
+        out["shared_memory"] = bytes(other.buf[:5]).decode()
+        other.close()
+        mem.close()  # not unlinked on purpose: the run's folder takes it along
+    except Exception as exc:
+        out["shared_memory"] = f"{type(exc).__name__}: {exc}"
+    try:
+        with open(f"/dev/shm/{marker}-left", "w") as fh:
+            fh.write("x")
+        out["left"] = "written"
+    except OSError as exc:
+        out["left"] = f"refused: {exc}"
+    for name, mode in (("read", "r"), ("write", "a")):
+        try:
+            with open(f"/dev/shm/{host_file}", mode) as fh:
+                fh.write("run was here") if mode == "a" else fh.read()
+            out["host_file_" + name] = "done"
+        except OSError as exc:
+            out["host_file_" + name] = f"refused: {exc}"
+    print(json.dumps(out))
+"""
+
+
+def scenario_multiprocessing(base: Path) -> dict:
+    marker = f"ipyskills-test-{uuid.uuid4().hex[:12]}"
+    host_file = Path(f"/dev/shm/{marker}-host")
+    host_file.write_text("host")  # another process's file of the same user
+    before = set(os.listdir("/dev/shm"))
+    try:
+        out = _run(_skill(base, "multi", MULTI), [marker, host_file.name])
+        after = set(os.listdir("/dev/shm"))
+        mine = os.getuid()
+        new = []
+        for name in sorted(after - before):
+            try:
+                if os.stat(f"/dev/shm/{name}").st_uid == mine:
+                    new.append(name)
+            except OSError:
+                continue
+        out["new_in_dev_shm"] = new
+        out["host_file"] = host_file.read_text()
+        return out
+    finally:
+        host_file.unlink()
+        left = Path(f"/dev/shm/{marker}-left")
+        if left.exists():
+            left.unlink()
+
+
+CLIMB = """
+import os, subprocess, sys, time
+# four processes of ~100 MiB each: each is far under the address-space limit, together over the total
+code = "import sys, time; b = bytearray(100 * 1024 * 1024); print('holding', flush=True); time.sleep(30)"
+workers = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(4)]
+print("started", [w.pid for w in workers], flush=True)
+for w in workers:
+    w.wait()
+print("all done")
+"""
+
+
+def scenario_memory(base: Path) -> dict:
+    return _run(_skill(base, "climb", CLIMB), memory=256 * 1024**2, timeout=25)
+
+
+ESCAPE = """
+import json, os, subprocess, sys, time
+session = subprocess.Popen(["sleep", "60"], start_new_session=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    grandchild = os.fork()
+    if grandchild == 0:
+        os.execv("/bin/sleep", ["sleep", "61"])
+    os.write(w, b"%d" % grandchild)
+    os._exit(0)
+grandchildren = [int(os.read(r, 32))]
+time.sleep(0.2)
+print(json.dumps({"setsid": session.pid, "double_fork": grandchildren}))
+"""
+
+
+def scenario_escape(base: Path) -> dict:
+    out = _run(_skill(base, "escape", ESCAPE))
+    alive = []
+    try:
+        pids = json.loads(out["stdout"])
+        for pid in [pids["setsid"], *pids["double_fork"]]:
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    if fh.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        alive.append(pid)
+            except OSError:
+                continue
+        out["pids"] = pids
+    except (ValueError, KeyError):
+        pass
+    out["alive_after"] = alive
+    return out
+
+
+TOKEN = """
+import sys
+try:
+    print("read:", open(sys.argv[1]).read())
+except OSError as exc:
+    print("refused:", exc)
+"""
+
+
+def scenario_token(base: Path) -> dict:
+    home = Path(os.path.expanduser("~"))
+    token = home / f".ipyskills-test-token-{uuid.uuid4().hex[:8]}"
+    token.write_text("secret-token")
+    os.chmod(token, 0o600)
+    try:
+        return _run(_skill(base, "token", TOKEN), [token])
+    finally:
+        token.unlink()
+
+
+SCENARIOS = {"network": scenario_network, "multiprocessing": scenario_multiprocessing, "memory": scenario_memory,
+             "escape": scenario_escape, "token": scenario_token}
+
+
+def main(names) -> None:
+    base = Path(tempfile.mkdtemp(prefix="ipyskills-test-nons-"))
+    os.chmod(base, 0o755)
+    results = {}
+    try:
+        for name in names or SCENARIOS:
+            results[name] = SCENARIOS[name](base)
+        left = [p for p in os.listdir(os.environ.get("TMPDIR") or tempfile.gettempdir())
+                if p.startswith(f"ipyskills-local-{os.getpid()}-")]
+        results["run_folders_left"] = left
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
