@@ -219,6 +219,39 @@ def scenario_memory(base: Path) -> dict:
     return _run(_skill(base, "climb", CLIMB), memory=256 * 1024**2, timeout=25)
 
 
+UNDER = """
+import subprocess, sys
+# two processes of ~60 MiB each: under the 256 MiB total, so the run must end by itself
+code = "import time; b = bytearray(60 * 1024 * 1024); time.sleep(1.5)"
+workers = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+print("exit codes", [w.wait() for w in workers])
+"""
+
+
+def scenario_memory_under(base: Path) -> dict:
+    return _run(_skill(base, "under", UNDER), memory=256 * 1024**2, timeout=25)
+
+
+# socket(AF_INET, SOCK_DGRAM) through the i386 entry (int 0x80, system call 359), from a 64-bit process
+I386_SOCKET = """
+import ctypes, mmap, os, signal, sys
+code = bytes.fromhex("53b867010000bb02000000b90200000031d2cd805bc3")
+region = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+region.write(code)
+call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(region)))
+pid = os.fork()
+if pid == 0:
+    print("i386 socket() returned", call(), flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print("child killed by", signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "nothing")
+"""
+
+
+def scenario_i386(base: Path) -> dict:
+    return _run(_skill(base, "i386", I386_SOCKET))
+
+
 ESCAPE = """
 import json, os, subprocess, sys, time
 session = subprocess.Popen(["sleep", "60"], start_new_session=True, stdout=subprocess.DEVNULL,
@@ -277,7 +310,74 @@ def scenario_token(base: Path) -> dict:
 
 
 SCENARIOS = {"network": scenario_network, "multiprocessing": scenario_multiprocessing, "memory": scenario_memory,
-             "escape": scenario_escape, "token": scenario_token}
+             "memory_under": scenario_memory_under, "escape": scenario_escape, "token": scenario_token,
+             "i386": scenario_i386}
+
+
+# -- what must hold (asserted by the tests, here and in the container) ------------------------------------
+
+NETWORK_HELD = ("network: none, no socket but AF_UNIX can be made (seccomp filter: inet and inet6 of every "
+                "type, UDP included, netlink, packet and the rest refused")
+
+
+def check_network(out: dict) -> None:
+    got = json.loads(out["stdout"])
+    for name in ("udp", "udp6", "tcp", "tcp_listen", "raw", "ping", "netlink", "packet"):
+        assert got[name].startswith("refused: PermissionError"), (name, got[name])
+    assert got["x32"] == "refused: Function not implemented", got
+    assert got["unix"] == "made" and got["socketpair"] == "made", got
+    assert out["seen"] == [], out["seen"]  # nothing reached the listeners
+    assert NETWORK_HELD in out["isolation"], out["isolation"]
+    assert "network other than TCP" not in out["isolation"] and "network: NOT blocked" not in out["isolation"]
+
+
+def check_multiprocessing(out: dict) -> None:
+    got = json.loads(out["stdout"])
+    for method in ("fork", "spawn", "forkserver"):
+        assert got[method] == [285, 3], (method, got[method], out["stderr"])
+    assert got["shared_memory"] == "hello", got
+    assert got["left"].startswith("refused:"), got  # the host's /dev/shm stays closed...
+    assert got["host_file_read"].startswith("refused:") and got["host_file_write"].startswith("refused:"), got
+    assert out["host_file"] == "host"  # ...so another process's file of the same user is untouched
+    assert out["new_in_dev_shm"] == [], out["new_in_dev_shm"]
+    assert ("Python's multiprocessing semaphores and shared memory in the run folder instead (gone with the "
+            "run)") in out["isolation"], out["isolation"]
+
+
+def check_memory(out: dict, under: dict) -> None:
+    assert out["oom_killed"] and out["exit_code"] == 137 and not out["timed_out"], out
+    assert "all done" not in out["stdout"] and out["seconds"] < 10, out
+    assert "total memory: 256 MiB (all the run's processes' resident memory, watched every 0.1 s)" in out["isolation"]
+    assert "total memory: NOT limited" not in out["isolation"]
+    assert under["exit_code"] == 0 and not under["oom_killed"], under
+    assert under["stdout"] == "exit codes [0, 0]\n", under
+
+
+def check_escape(out: dict) -> None:
+    assert out["exit_code"] == 0, out
+    assert out["pids"]["setsid"] and out["pids"]["double_fork"], out
+    assert out["alive_after"] == [], f"outlived the run: {out['alive_after']}"
+    assert "processes: all killed at the end, those that leave the process group too (child subreaper)" in out["isolation"]
+    assert "may outlive the run" not in out["isolation"]
+
+
+def check_token(out: dict) -> None:
+    assert out["stdout"].startswith("refused: [Errno 13]"), out
+    assert "writes only the run folder (Landlock ABI" in out["isolation"], out["isolation"]
+
+
+def check_i386(out: dict) -> None:
+    assert out["stdout"].strip().splitlines() == ["child killed by SIGSYS"], out
+
+
+def check_all(results: dict) -> None:
+    check_network(results["network"])
+    check_multiprocessing(results["multiprocessing"])
+    check_memory(results["memory"], results["memory_under"])
+    check_escape(results["escape"])
+    check_token(results["token"])
+    check_i386(results["i386"])
+    assert results["run_folders_left"] == []
 
 
 def main(names) -> None:
