@@ -24,7 +24,11 @@ What one run gets (and the result's `isolation` line says which of these actuall
 - Landlock where the kernel has it: reads only under system, interpreter and dependency folders, writes
   only to the run folder (and its own /dev/shm), TCP connect/bind denied without `network`, signals and
   abstract unix sockets limited to the run;
-- a cgroup v2 memory.max for the whole run where the memory controller is delegated to this process;
+- a cgroup v2 memory.max for the whole run where the memory controller is delegated to this process,
+  else a watchdog on the run's processes' resident memory (sandbox/local/memory_watch.py);
+- without namespaces: a seccomp filter allowing unix sockets only (sandbox/local/netfilter.py), child
+  subreapers that end what left the process group (sandbox/local/reaper.py), and Python's
+  multiprocessing semaphores and shared memory in the run folder (sandbox/local/shm.py);
 - a parent-death signal (the run dies with its owner) and a wall-clock timeout enforced from the host,
   then SIGKILL to the namespace and the process group.
 
@@ -49,8 +53,8 @@ Decisions worth knowing:
   counted an OOM kill.
 - Output past the cap is read and thrown away while the script keeps running, as with Docker; a script that
   never stops printing ends at the timeout. A process killed by a signal reports exit code 128 + signal.
-- Not isolated, and said so: connecting to unix sockets by path, CPU share, total memory where no cgroup
-  could be made; and, where the kernel refuses Landlock or the namespaces, what they would have covered.
+- Not isolated, and said so: connecting to unix sockets by path, CPU share; and, where the kernel refuses
+  Landlock or the namespaces, what they would have covered.
 """
 
 from __future__ import annotations
