@@ -42,9 +42,9 @@ Decisions worth knowing:
   once, so the isolation line reports what held for this very run.
 - Without a mount namespace, /dev/shm is the host's: a run with a uid of its own may use it (what that
   uid leaves is removed afterwards, and the line says it is shared); a run as the current user cannot
-  reach it under Landlock (the line says multiprocessing locks fail), since its files could not be told
-  from the user's own.
-- The memory limit is on address space (RLIMIT_AS), not resident memory: Python raises MemoryError cleanly,
+  reach it under Landlock, since its files could not be told from the user's own (Python's multiprocessing
+  then works in the run folder, sandbox/local/shm.py; other users of sem_open fail, and the line says so).
+- The per-process memory limit is on address space (RLIMIT_AS), not resident memory: Python raises MemoryError cleanly,
   but runtimes that reserve large virtual ranges up front (Node's V8, the JVM, some BLAS thread pools) may
   not start under a small limit (Node 20 fails at 256m, starts at 1g); raise `memory` for them. One malloc
   arena (MALLOC_ARENA_MAX=1) keeps glibc from reserving 64 MiB of it per contending thread. `oom_killed` is
