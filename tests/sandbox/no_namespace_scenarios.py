@@ -216,7 +216,16 @@ print("all done")
 
 
 def scenario_memory(base: Path) -> dict:
-    return _run(_skill(base, "climb", CLIMB), memory=256 * 1024**2, timeout=25)
+    out = _run(_skill(base, "climb", CLIMB), memory=256 * 1024**2, timeout=25)
+    started = out["stdout"].split("started ", 1)[-1].splitlines()[0] if "started " in out["stdout"] else "[]"
+    out["alive_after"] = _alive(json.loads(started))
+    return out
+
+
+def scenario_escape_timeout(base: Path) -> dict:
+    """The same escapes, then the script outstays its timeout: the host kills the reaper, and the helper
+    ends what the reaper had collected."""
+    return scenario_escape(base, timeout=3, stay=True)
 
 
 UNDER = """
@@ -266,26 +275,31 @@ if os.fork() == 0:
     os._exit(0)
 grandchildren = [int(os.read(r, 32))]
 time.sleep(0.2)
-print(json.dumps({"setsid": session.pid, "double_fork": grandchildren}))
+print(json.dumps({"setsid": session.pid, "double_fork": grandchildren}), flush=True)
 """
 
 
-def scenario_escape(base: Path) -> dict:
-    out = _run(_skill(base, "escape", ESCAPE))
+def _alive(pids) -> list[int]:
     alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(pid)
+        except OSError:
+            continue
+    return alive
+
+
+def scenario_escape(base: Path, timeout: float = 30, stay: bool = False) -> dict:
+    script = ESCAPE + ("import sys; sys.stdout.flush(); time.sleep(60)\n" if stay else "")
+    out = _run(_skill(base, "escape-stay" if stay else "escape", script), timeout=timeout)
+    out["pids"], out["alive_after"] = {}, []
     try:
-        pids = json.loads(out["stdout"])
-        for pid in [pids["setsid"], *pids["double_fork"]]:
-            try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    if fh.read().rsplit(")", 1)[1].split()[0] != "Z":
-                        alive.append(pid)
-            except OSError:
-                continue
-        out["pids"] = pids
-    except (ValueError, KeyError):
+        out["pids"] = json.loads(out["stdout"].splitlines()[0])
+        out["alive_after"] = _alive([out["pids"]["setsid"], *out["pids"]["double_fork"]])
+    except (ValueError, KeyError, IndexError):
         pass
-    out["alive_after"] = alive
     return out
 
 
@@ -310,7 +324,8 @@ def scenario_token(base: Path) -> dict:
 
 
 SCENARIOS = {"network": scenario_network, "multiprocessing": scenario_multiprocessing, "memory": scenario_memory,
-             "memory_under": scenario_memory_under, "escape": scenario_escape, "token": scenario_token,
+             "memory_under": scenario_memory_under, "escape": scenario_escape,
+             "escape_timeout": scenario_escape_timeout, "token": scenario_token,
              "i386": scenario_i386}
 
 
@@ -346,6 +361,7 @@ def check_multiprocessing(out: dict) -> None:
 
 def check_memory(out: dict, under: dict) -> None:
     assert out["oom_killed"] and out["exit_code"] == 137 and not out["timed_out"], out
+    assert out["alive_after"] == [], f"workers outlived the memory kill: {out['alive_after']}"
     assert "all done" not in out["stdout"] and out["seconds"] < 10, out
     assert "total memory: 256 MiB (all the run's processes' resident memory, watched every 0.1 s)" in out["isolation"]
     assert "total memory: NOT limited" not in out["isolation"]
@@ -353,8 +369,8 @@ def check_memory(out: dict, under: dict) -> None:
     assert under["stdout"] == "exit codes [0, 0]\n", under
 
 
-def check_escape(out: dict) -> None:
-    assert out["exit_code"] == 0, out
+def check_escape(out: dict, timed_out: bool = False) -> None:
+    assert out["timed_out"] if timed_out else out["exit_code"] == 0, out
     assert out["pids"]["setsid"] and out["pids"]["double_fork"], out
     assert out["alive_after"] == [], f"outlived the run: {out['alive_after']}"
     assert "processes: all killed at the end, those that leave the process group too (child subreaper)" in out["isolation"]
@@ -375,6 +391,7 @@ def check_all(results: dict) -> None:
     check_multiprocessing(results["multiprocessing"])
     check_memory(results["memory"], results["memory_under"])
     check_escape(results["escape"])
+    check_escape(results["escape_timeout"], timed_out=True)
     check_token(results["token"])
     check_i386(results["i386"])
     assert results["run_folders_left"] == []

@@ -87,5 +87,9 @@ def test_setsid_and_double_forked_children_do_not_outlive_the_run(results):
     check_escape(results["escape"])
 
 
+def test_they_are_ended_when_the_run_times_out_too(results):
+    check_escape(results["escape_timeout"], timed_out=True)
+
+
 def test_a_token_in_the_users_home_stays_unreadable(results):
     check_token(results["token"])
