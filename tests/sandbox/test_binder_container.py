@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 import uuid
 from pathlib import Path
 
@@ -42,6 +41,7 @@ HELD = (
 )
 
 pytestmark = pytest.mark.slow
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 
 def _unavailable(reason: str):
