@@ -303,6 +303,68 @@ def scenario_escape(base: Path, timeout: float = 30, stay: bool = False) -> dict
     return out
 
 
+KEEP = """
+import os, subprocess, sys, time
+first, second = sys.argv[1], sys.argv[2]
+subprocess.Popen(["sleep", first], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["sleep", second])
+    os._exit(0)
+time.sleep(60)
+"""
+
+OWNER = """
+import sys
+from pathlib import Path
+from ipyskills.sandbox.local.backend import LocalBackend
+from ipyskills.sandbox.policy import Limits
+from ipyskills.sandbox.runner import RunRequest
+LocalBackend().run(RunRequest(skill_name="keep", skill_dir=Path(sys.argv[1]), script="scripts/s.py",
+                              args=sys.argv[2:], limits=Limits(timeout=60)))
+"""
+
+
+def _sleepers(durations) -> list[int]:
+    wanted = {b"sleep\x00" + d.encode() + b"\x00" for d in durations}
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if fh.read() in wanted:
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return _alive(found)
+
+
+def scenario_owner_killed(base: Path) -> dict:
+    """The owner (the kernel, say) is SIGKILLed while the run goes: its setsid and double-forked children
+    die with it too (the helper gets SIGTERM as its parent-death signal and ends what it had collected)."""
+    import random
+    import signal
+    import subprocess
+
+    durations = [f"{random.randrange(600, 900)}.{random.randrange(10**6)}" for _ in range(2)]
+    skill = _skill(base, "keep", KEEP)
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(skill), *durations], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while len(_sleepers(durations)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = _sleepers(durations)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    deadline = time.monotonic() + 5
+    while _sleepers(durations) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _sleepers(durations)
+    for pid in left:  # not ours to leave, whatever the result
+        os.kill(pid, signal.SIGKILL)
+    return {"started": started, "alive_after": left}
+
+
 TOKEN = """
 import sys
 try:
@@ -325,7 +387,8 @@ def scenario_token(base: Path) -> dict:
 
 SCENARIOS = {"network": scenario_network, "multiprocessing": scenario_multiprocessing, "memory": scenario_memory,
              "memory_under": scenario_memory_under, "escape": scenario_escape,
-             "escape_timeout": scenario_escape_timeout, "token": scenario_token,
+             "escape_timeout": scenario_escape_timeout, "owner_killed": scenario_owner_killed,
+             "token": scenario_token,
              "i386": scenario_i386}
 
 
@@ -377,6 +440,11 @@ def check_escape(out: dict, timed_out: bool = False) -> None:
     assert "may outlive the run" not in out["isolation"]
 
 
+def check_owner_killed(out: dict) -> None:
+    assert len(out["started"]) == 2, out
+    assert out["alive_after"] == [], f"outlived their owner: {out['alive_after']}"
+
+
 def check_token(out: dict) -> None:
     assert out["stdout"].startswith("refused: [Errno 13]"), out
     assert "writes only the run folder (Landlock ABI" in out["isolation"], out["isolation"]
@@ -392,6 +460,7 @@ def check_all(results: dict) -> None:
     check_memory(results["memory"], results["memory_under"])
     check_escape(results["escape"])
     check_escape(results["escape_timeout"], timed_out=True)
+    check_owner_killed(results["owner_killed"])
     check_token(results["token"])
     check_i386(results["i386"])
     assert results["run_folders_left"] == []

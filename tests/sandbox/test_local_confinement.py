@@ -67,6 +67,7 @@ PROBE = textwrap.dedent("""
                 block = bytearray(per_child)  # touched: zero-filled pages are written
                 for i in range(0, per_child, 4096):
                     block[i] = 1
+                __import__("time").sleep(1)  # held: a watchdog that samples must see it
                 os._exit(0)
             pids.append(pid)
         return [os.WEXITSTATUS(os.waitpid(p, 0)[1]) for p in pids]

@@ -23,6 +23,7 @@ from no_namespace_scenarios import (
     check_i386,
     check_memory,
     check_multiprocessing,
+    check_owner_killed,
     check_network,
     check_token,
 )
@@ -89,6 +90,10 @@ def test_setsid_and_double_forked_children_do_not_outlive_the_run(results):
 
 def test_they_are_ended_when_the_run_times_out_too(results):
     check_escape(results["escape_timeout"], timed_out=True)
+
+
+def test_they_die_with_a_killed_owner_too(results):
+    check_owner_killed(results["owner_killed"])
 
 
 def test_a_token_in_the_users_home_stays_unreadable(results):

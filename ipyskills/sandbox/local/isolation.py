@@ -394,8 +394,21 @@ def main(argv):
     os.set_inheritable(status_fd, False)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # Die with the owner (it kills the run on every path it lives to see); the reaper and the script
-    # below die with this process in turn.
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # below die with this process in turn. SIGTERM, not SIGKILL: this process first kills the reaper and
+    # whatever left the run's process group (it is their child subreaper), then exits.
+    running = {"reaper": 0}
+
+    def owner_gone(signum, _frame):
+        if running["reaper"]:
+            try:
+                os.kill(running["reaper"], signal.SIGKILL)
+            except OSError:
+                pass
+        subreaper.end_descendants()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, owner_gone)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if spec.get("owner") and os.getppid() != spec["owner"]:
         os._exit(125)  # the owner died before the line above took
     cgroup = ""
@@ -421,8 +434,10 @@ def main(argv):
     signal_r, signal_w = os.pipe()
     child = os.fork()
     if child == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.close(signal_r)
         reap(spec, report, program, signal_w)
+    running["reaper"] = child
     os.close(signal_w)
     os.write(status_fd, b"child %d\n" % child)
     os.close(status_fd)

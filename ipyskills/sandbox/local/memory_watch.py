@@ -9,8 +9,9 @@ setsid() stays below it), and at the limit the backend ends the run and reports 
 What is counted for each process is its private resident memory, RssAnon + RssShmem from
 /proc/PID/status (world-readable, read without walking page tables): file-backed pages (the interpreter,
 shared libraries) are not the run's to limit. Pages a forked worker still shares with its parent count in
-both, so the sum errs on the high side. Between two looks a run can pass the limit by what it allocates in
-`INTERVAL`; no single process can pass it, by its address-space limit.
+both, so the sum errs on the high side. It samples: between two looks a run can pass the limit by what it
+allocates in `INTERVAL`, and a peak shorter than that may go unseen; no single process can pass it, by its
+address-space limit.
 """
 
 from __future__ import annotations
