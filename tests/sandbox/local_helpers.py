@@ -266,12 +266,15 @@ def without_namespaces(kinds: str, python: str) -> list[str]:
 
 def assert_network_blocked_where_possible(iso: str, connected: bool, seen: list, refusal: str, abi: int) -> None:
     """A run without --network: blocked by a network namespace wherever this kernel lets the run's user
-    make one (`refusal` == ''), else by Landlock's TCP rules where it has them (ABI 4); only where both
-    are refused may the line say NOT blocked, and then the connection really went through."""
+    make one (`refusal` == ''), else by the backend's seccomp filter (no socket but AF_UNIX), with
+    Landlock's TCP rules on top where it has them (ABI 4); only where the filter is refused too may the
+    line say NOT blocked, and then the connection really went through."""
     import time
 
     if not refusal:
         assert "network: none (" in iso, iso
+    elif "network: none, no socket but AF_UNIX can be made (seccomp filter" in iso:
+        assert ("TCP connect and bind also denied by Landlock" in iso) == (abi >= 4), iso
     elif abi >= 4:
         assert "network: TCP connect and bind denied (Landlock" in iso, iso
         assert "network other than TCP, e.g. UDP" in iso

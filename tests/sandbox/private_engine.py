@@ -31,8 +31,9 @@ def free_port() -> int:
 
 
 class PrivateEngine:
-    def __init__(self, root: Path, tcp: bool = False):
+    def __init__(self, root: Path, tcp: bool = False, extra: tuple[str, ...] = ()):
         self.root = root
+        self.extra = tuple(extra)  # more dockerd options (test_remote_engine_tls.py: its TLS settings)
         self.host = f"unix://{root}/docker.sock"
         # Chosen once: a restarted engine listens on the same port, so a DOCKER_HOST set earlier still works.
         self.tcp_host = f"tcp://127.0.0.1:{free_port()}" if tcp else None
@@ -51,10 +52,10 @@ class PrivateEngine:
             ["dockerd", *hosts, "--data-root", str(self.root / "data"),
              "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
              "--bridge", self.bridge, "--iptables=false", "--ip-masq=false", "--ip-forward=false",
-             "--shutdown-timeout", "2"],
+             "--shutdown-timeout", "2", *self.extra],
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout
-        for host in filter(None, (self.host, self.tcp_host)):
+        for host in filter(None, (self.host, None if self.extra else self.tcp_host)):
             while subprocess.run(["docker", "-H", host, "version"], capture_output=True, check=False).returncode != 0:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the private engine did not start on {host}: "

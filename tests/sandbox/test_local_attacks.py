@@ -605,7 +605,9 @@ def test_where_namespaces_are_refused_the_line_says_so_and_it_is_true(make_skill
     """Inside a user namespace whose namespace quotas are zero (a per-namespace setting: the host is
     untouched), the backend sees root but can neither switch users nor make namespaces. With this kernel's
     Landlock, TCP must still be denied; with Landlock refused too (a seccomp filter, as on a kernel without
-    it), and only then, the line says NOT blocked, and the test proves the kernel refused both."""
+    it), the backend's own seccomp filter still refuses every socket but AF_UNIX, and the test proves the
+    kernel refused the namespaces and Landlock. Processes that leave the group are ended by the helper,
+    a child subreaper."""
     port, seen = listener
     skill = make_skill({"scripts/probe.py": PROBE})
     quotas = "; ".join(f"echo 0 > /proc/sys/user/max_{kind}_namespaces" for kind in ("net", "pid", "user"))
@@ -618,7 +620,7 @@ def test_where_namespaces_are_refused_the_line_says_so_and_it_is_true(make_skill
     abi = landlock_abi(prefix=prefix)
     assert refusal, "the quota did not stop the network namespace"
     assert (abi == 0) == (landlock == "refused"), abi
-    assert "processes that leave the process group may outlive the run" in iso
+    assert "processes: all killed at the end, those that leave the process group too (child subreaper)" in iso
     assert re.search(r"user: still root \(could not switch: uid \d+ is not usable here", iso)
     assert iso.startswith("local: throw-away copy of the skill") and "read-only" not in iso
     if abi:
@@ -632,4 +634,6 @@ def test_where_namespaces_are_refused_the_line_says_so_and_it_is_true(make_skill
         while not seen and time.monotonic() < deadline:
             time.sleep(0.05)
         assert seen == [b"leak"]
+    assert "network: none, no socket but AF_UNIX can be made (seccomp filter" in iso, iso
+    assert not connected and seen == []
     assert_network_blocked_where_possible(iso, connected, seen if not connected else [], refusal, abi)

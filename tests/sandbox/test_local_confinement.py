@@ -67,11 +67,13 @@ PROBE = textwrap.dedent("""
                 block = bytearray(per_child)  # touched: zero-filled pages are written
                 for i in range(0, per_child, 4096):
                     block[i] = 1
+                __import__("time").sleep(1)  # held: a watchdog that samples must see it
                 os._exit(0)
             pids.append(pid)
         return [os.WEXITSTATUS(os.waitpid(p, 0)[1]) for p in pids]
-    attempt("memory", memory)
     attempt("write_run_tmp", lambda: open(os.path.join(os.environ["TMPDIR"], "x"), "w").write("ok"))
+    print(json.dumps(out), flush=True)  # before the memory test, which may end the run
+    attempt("memory", memory)
     print(json.dumps(out))
 """)
 
@@ -84,7 +86,8 @@ DRIVER = textwrap.dedent("""
     request = RunRequest(skill_name="probe", skill_dir=Path(sys.argv[1]), script="scripts/probe.py",
                          args=sys.argv[2:], limits=Limits(timeout=30, memory=256 * 1024**2))
     result = LocalBackend().run(request)
-    print(json.dumps({"stdout": result.stdout, "stderr": result.stderr, "isolation": result.isolation}))
+    print(json.dumps({"stdout": result.stdout, "stderr": result.stderr, "isolation": result.isolation,
+                      "oom_killed": result.oom_killed, "exit_code": result.exit_code}))
 """)
 
 
@@ -155,7 +158,8 @@ def test_every_claim_of_the_line_holds_and_every_gap_is_real(who, host, request)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     iso = out["isolation"]
-    probe = json.loads(out["stdout"])
+    lines = out["stdout"].splitlines()
+    probe = json.loads(lines[-1])
     assert probe["write_run_tmp"][0] == "ok"  # the run's own folder stays writable
     if "writes only the run folder" in iso:
         assert probe["read_outside"][0] == "denied" and probe["write_outside"][0] == "denied", probe
@@ -183,6 +187,8 @@ def test_every_claim_of_the_line_holds_and_every_gap_is_real(who, host, request)
     assert host["victim"].poll() is None  # the host process lives on
     if "total memory: NOT limited (per process 256 MiB" in iso:
         assert probe["memory"] == ["ok", "[0, 0, 0]"], probe  # the truth behind "NOT limited"
+    elif "total memory: 256 MiB (all the run's processes' resident memory, watched every" in iso:
+        assert len(lines) == 1 and out["oom_killed"] and out["exit_code"] == 137, out  # ended mid-climb
     else:
         assert "total memory: 256 MiB (cgroup v2)" in iso
         assert probe["memory"][1] != "[0, 0, 0]", probe

@@ -5,7 +5,7 @@ Where a mount namespace can be made, the run gets a tmpfs of its own on /dev/shm
 vanishes with it; that is demanded as root and as an ordinary user (uid 1000) wherever this kernel allows
 the namespace. Without one, a run with a uid of its own may use the host's /dev/shm (what that uid leaves is
 removed afterwards) and the line says it is shared; a run as the current user cannot reach it (Landlock),
-and the line says multiprocessing locks fail, which the script finds true.
+and Python's multiprocessing gets its semaphores and shared memory in the run folder instead.
 """
 
 from __future__ import annotations
@@ -154,15 +154,19 @@ def test_without_a_mount_namespace_a_run_uid_shares_dev_shm_and_its_files_are_re
 
 
 @pytest.mark.skipif(not AS_ROOT, reason="needs root to make the user namespace")
-def test_without_a_mount_namespace_or_a_run_uid_dev_shm_is_out_of_reach_and_the_line_says_so(shm_skill, host_shm):
-    """Root inside a user namespace that maps only itself: no uid to switch to, and no mount namespace."""
+def test_without_a_mount_namespace_or_a_run_uid_python_multiprocessing_uses_the_run_folder(shm_skill, host_shm):
+    """Root inside a user namespace that maps only itself: no uid to switch to, and no mount namespace.
+    The host's /dev/shm stays out of reach (its files could not be told from the run's), and Python's
+    multiprocessing gets its semaphores and shared memory in the run folder (sandbox/local/shm.py)."""
     if landlock_abi() < 1:
         pytest.skip("without Landlock /dev/shm is as open as every other folder, and the line says so")
     quotas = "echo 0 > /proc/sys/user/max_mnt_namespaces"
     prefix = ["unshare", "--user", "--map-root-user", "sh", "-c", f'{quotas}; exec "$0" "$@"', sys.executable]
     out = run_elsewhere(prefix, shm_skill, "scripts/multi.py", [host_shm["marker"], host_shm["host_file"]], cwd="/")
     iso = out["isolation"]
-    assert "/dev/shm: not reachable, so multiprocessing locks fail (no private one: " in iso, iso
+    assert ("/dev/shm: not reachable; Python's multiprocessing semaphores and shared memory in the run folder "
+            "instead (gone with the run)") in iso, iso
+    assert "sem_open/shm_open outside Python's multiprocessing (no private /dev/shm: " in iso
     probe = json.loads(out["stdout"])
-    assert probe["pool"].startswith("PermissionError"), probe  # the truth behind the line
+    assert probe["pool"] == 285, probe  # the truth behind the line
     assert probe["left"].startswith("PermissionError") and probe["sees_host_file"] is False, probe

@@ -344,7 +344,11 @@ def _unreported_end(client, container_id: str, started: float) -> tuple[int | No
 def shared_client(probe: bool = False):
     """One docker client per engine endpoint, reused by every run (and a short-timeout one for probes)."""
     base_url, tls = docker_client.engine_endpoint()
-    key = (os.getpid(), base_url, tls is not None, probe)  # a forked child must not share the connections
+    # A forked child must not share the connections; two contexts naming one host with other certificates
+    # are two clients.
+    identity = None if tls is None else (getattr(tls, "cert", None), getattr(tls, "ca_cert", None),
+                                         getattr(tls, "verify", None))
+    key = (os.getpid(), base_url, identity, probe)
     with _shared_lock:
         client = _clients.get(key)
         first = client is None and not probe

@@ -24,7 +24,11 @@ What one run gets (and the result's `isolation` line says which of these actuall
 - Landlock where the kernel has it: reads only under system, interpreter and dependency folders, writes
   only to the run folder (and its own /dev/shm), TCP connect/bind denied without `network`, signals and
   abstract unix sockets limited to the run;
-- a cgroup v2 memory.max for the whole run where the memory controller is delegated to this process;
+- a cgroup v2 memory.max for the whole run where the memory controller is delegated to this process,
+  else a watchdog on the run's processes' resident memory (sandbox/local/memory_watch.py);
+- without namespaces: a seccomp filter allowing unix sockets only (sandbox/local/netfilter.py), child
+  subreapers that end what left the process group (sandbox/local/reaper.py), and Python's
+  multiprocessing semaphores and shared memory in the run folder (sandbox/local/shm.py);
 - a parent-death signal (the run dies with its owner) and a wall-clock timeout enforced from the host,
   then SIGKILL to the namespace and the process group.
 
@@ -38,9 +42,9 @@ Decisions worth knowing:
   once, so the isolation line reports what held for this very run.
 - Without a mount namespace, /dev/shm is the host's: a run with a uid of its own may use it (what that
   uid leaves is removed afterwards, and the line says it is shared); a run as the current user cannot
-  reach it under Landlock (the line says multiprocessing locks fail), since its files could not be told
-  from the user's own.
-- The memory limit is on address space (RLIMIT_AS), not resident memory: Python raises MemoryError cleanly,
+  reach it under Landlock, since its files could not be told from the user's own (Python's multiprocessing
+  then works in the run folder, sandbox/local/shm.py; other users of sem_open fail, and the line says so).
+- The per-process memory limit is on address space (RLIMIT_AS), not resident memory: Python raises MemoryError cleanly,
   but runtimes that reserve large virtual ranges up front (Node's V8, the JVM, some BLAS thread pools) may
   not start under a small limit (Node 20 fails at 256m, starts at 1g); raise `memory` for them. One malloc
   arena (MALLOC_ARENA_MAX=1) keeps glibc from reserving 64 MiB of it per contending thread. `oom_killed` is
@@ -49,8 +53,8 @@ Decisions worth knowing:
   counted an OOM kill.
 - Output past the cap is read and thrown away while the script keeps running, as with Docker; a script that
   never stops printing ends at the timeout. A process killed by a signal reports exit code 128 + signal.
-- Not isolated, and said so: connecting to unix sockets by path, CPU share, total memory where no cgroup
-  could be made; and, where the kernel refuses Landlock or the namespaces, what they would have covered.
+- Not isolated, and said so: connecting to unix sockets by path, CPU share; and, where the kernel refuses
+  Landlock or the namespaces, what they would have covered.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ from .. import signals
 from ..request import RunRequest
 from ..result import Artifact, ExecuteResult, OutputBuffer
 from . import confine as local_confine
+from .memory_watch import RunMemory
 from .run_files import collect_artifacts, remove_tree  # remove_tree: callers import it from here too
 from .run_uids import _target_ids, _wait_group_gone, kill_processes_of, sweep_files_of
 from .skill_copy import copy_skill
@@ -187,6 +192,7 @@ class _Run:
         self.user_error = ""
         self.cgroup: local_confine.RunCgroup | None = None
         self.cgroup_oom = False
+        self.memory_watch: RunMemory | None = None  # the run's total memory where no cgroup holds it
 
     # -- preparation -------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -301,6 +307,9 @@ class _Run:
             "landlock": local_confine.landlock_plan(self.work, env, [program[0], self.python_fallback(program[0])],
                                                     block_tcp=not self.limits.network, run_uid=self.uid)
             if CONFINEMENT else None,
+            # Without namespaces: Python's multiprocessing in the run folder, a socket filter (isolation.py)
+            "work": str(self.work) if CONFINEMENT else None,
+            "netfilter": CONFINEMENT and not self.limits.network,
         }
         self.cgroup = local_confine.RunCgroup(self.limits.memory if CONFINEMENT else 0, self.work.name)
         spec["cgroup_procs"] = self.cgroup.procs
@@ -320,6 +329,8 @@ class _Run:
                 raise SandboxError(f"the local backend could not start a process: {exc}") from None
             finally:
                 os.close(status_w)
+            if CONFINEMENT and self.cgroup.procs is None:
+                self.memory_watch = RunMemory(self.proc.pid, self.limits.memory)
             timed_out = self.pump(status_r, stdout, stderr, started + self.limits.timeout)
         except KeyboardInterrupt:
             self.kill()  # Ctrl-C: stop everything, then hand back what was printed so far
@@ -369,6 +380,8 @@ class _Run:
                     self.kill_group()  # leftovers in the group would hold the pipes open
                 if exited_at is not None and now - exited_at > EXIT_GRACE_SECONDS:
                     break  # something outside our reach still holds a pipe; stop listening
+                if exited_at is None and self.memory_over(now):
+                    self.end_reaper()  # the run's total passed the limit: ended as out of memory
                 if self.report is None and not self.start_error and now - self.started > HELPER_STARTUP_SECONDS:
                     self.start_error = "the sandbox helper did not report within 10 s"
                     return False
@@ -423,6 +436,18 @@ class _Run:
                 self.start_error = json.loads(rest)
 
     # -- stopping ----------------------------------------------------------------------------------
+    def memory_over(self, now: float) -> bool:
+        watch = self.memory_watch
+        return watch is not None and not watch.exceeded and self.child_pid is not None and watch.over(now)
+
+    def end_reaper(self) -> None:
+        """SIGKILL the reaper: with a pid namespace everything goes with it; without one the helper, a child
+        subreaper, ends what the reaper had collected (sandbox/local/reaper.py)."""
+        try:
+            os.kill(self.child_pid, signal.SIGKILL)
+        except OSError:
+            pass
+
     def kill_group(self) -> None:
         if self.proc is None:
             return
@@ -477,6 +502,7 @@ class _Run:
         last_lines = [line for line in self.stderr_tail.splitlines() if line.strip()][-_OOM_LINES_READ:]
         oom = not timed_out and code not in (0, None) and any(_OOM_LINE.search(line) for line in last_lines)
         oom = oom or (not timed_out and self.cgroup_oom)
+        oom = oom or (not timed_out and self.memory_watch is not None and self.memory_watch.exceeded)
         return ExecuteResult(
             exit_code=None if timed_out else code,
             stdout=stdout.text(),
@@ -547,15 +573,23 @@ class _Run:
             held.append("network: allowed (requested)")
         elif r.get("netns"):
             held.append("network: none (" + ("user+net" if r.get("userns") else "net") + " namespace)")
+        elif r.get("netfilter"):
+            also = f"; TCP connect and bind also denied by {ll_note}" if ll.get("tcp") else ""
+            held.append("network: none, no socket but AF_UNIX can be made (seccomp filter: inet and inet6 "
+                        f"of every type, UDP included, netlink, packet and the rest refused{also})")
         elif ll.get("tcp"):
             held.append(f"network: TCP connect and bind denied ({ll_note})")
-            missing.append(f"network other than TCP, e.g. UDP ({r.get('ns_error') or 'no namespace'})")
+            missing.append(f"network other than TCP, e.g. UDP ({r.get('ns_error') or 'no namespace'}; seccomp: "
+                           f"{r.get('netfilter_error') or 'not tried'})")
         else:
             missing.append(f"network: NOT blocked ({r.get('ns_error') or 'no namespace'})")
         if r.get("pidns"):
             held.append("processes: pid namespace, all killed at the end")
         elif switched:
             held.append("processes: every process of the run's uid killed at the end")
+        elif r.get("subreaper"):
+            held.append("processes: all killed at the end, those that leave the process group too (child "
+                        "subreaper)")
         else:
             missing.append("processes that leave the process group may outlive the run")
         if r.get("proc") == "private":
@@ -580,9 +614,16 @@ class _Run:
         elif ll.get("shm") == "shared":
             missing.append(f"/dev/shm shared with the host (no private one: {r.get('shm_error') or 'not tried'}; "
                            "what the run's uid leaves there is removed afterwards)")
+        elif r.get("shm_python"):
+            held.append(("/dev/shm: not reachable; " if ll.get("fs") else "") + "Python's multiprocessing semaphores "
+                        "and shared memory in the run folder instead (gone with the run)")
+            missing.append(f"sem_open/shm_open outside Python's multiprocessing (no private /dev/shm: "
+                           f"{r.get('shm_error') or 'not tried'})")
         elif ll.get("fs"):
             missing.append(f"/dev/shm: not reachable, so multiprocessing locks fail (no private one: "
-                           f"{r.get('shm_error') or 'not tried'})")
+                           f"{r.get('shm_error') or 'not tried'}"
+                           + (f"; none in the run folder: {r['shm_python_error']}" if r.get("shm_python_error") else "")
+                           + ")")
         if ll.get("scoped"):
             held.append(f"signals and abstract unix sockets: the run's own only ({ll_note})")
         else:
@@ -592,6 +633,9 @@ class _Run:
             missing.append("connecting to unix sockets by path")
         if self.cgroup_held(r):
             held.append(f"total memory: {self.limits.memory // mib} MiB (cgroup v2)")
+        elif self.memory_watch is not None:
+            held.append(f"total memory: {self.limits.memory // mib} MiB (all the run's processes' resident "
+                        f"memory, watched every {self.memory_watch.interval:g} s)")
         else:
             reason = r.get("cgroup_error") or (self.cgroup.error if self.cgroup else "") or "no cgroup"
             missing.append(f"total memory: NOT limited (per process {self.limits.memory // mib} MiB address "

@@ -35,6 +35,13 @@ import stat
 import sys
 import time
 
+# The helper's own modules beside it (standard library only): run as a file with -I, its folder is not on
+# the path by itself.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netfilter  # noqa: E402
+import reaper as subreaper  # noqa: E402
+import shm as shm_folder  # noqa: E402
+
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -325,12 +332,22 @@ def start_script(spec, report, program):
         if fallback and not os.access(exe, os.X_OK):
             # The host's interpreter lives where the unprivileged user cannot reach (e.g. under /root).
             report["exe_fallback"] = exe = program[0] = fallback
+        shm_site = shm_folder.site_text() if spec.get("work") else None
         if spec.get("landlock") is not None:
             started = time.perf_counter()
             landlock(spec["landlock"], report)
             _spent(report, "landlock", started)
+        env = dict(os.environ)
+        if spec.get("work") and report.get("shm") != "private" and (report.get("landlock") or {}).get("shm") != "shared":
+            # No /dev/shm for the run: Python's multiprocessing gets a folder in the run's (sandbox/local/shm.py).
+            report["shm_python_error"] = shm_folder.prepare(spec["work"], env, shm_site)
+            report["shm_python"] = not report["shm_python_error"]
+        if spec.get("netfilter") and not report.get("netns"):
+            # No network namespace: refuse every socket but AF_UNIX (sandbox/local/netfilter.py).
+            report["netfilter_error"] = netfilter.install()
+            report["netfilter"] = not report["netfilter_error"]
         os.write(status_fd, b"report " + json.dumps(report).encode() + b"\n")
-        os.execve(exe, program, dict(os.environ))
+        os.execve(exe, program, env)
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the host as text
         message = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         os.write(status_fd, b"error " + json.dumps(message).encode() + b"\n")
@@ -347,6 +364,8 @@ def reap(spec, report, program, signal_w):
             private_mounts(spec, report)
             _spent(report, "mounts", started)
         confine_child(spec, report)
+        # Orphans of the script come to this process, not the host's init (sandbox/local/reaper.py).
+        report["subreaper"] = subreaper.become_subreaper()
         script = os.fork()
     except BaseException as exc:  # noqa: BLE001
         os.write(spec["status_fd"], b"error " + json.dumps(str(exc)).encode() + b"\n")
@@ -363,6 +382,8 @@ def reap(spec, report, program, signal_w):
         if pid == script:
             if os.WIFSIGNALED(status):
                 os.write(signal_w, b"%d" % os.WTERMSIG(status))
+            if not report.get("pidns"):
+                subreaper.end_descendants()  # what left the process group ends with the script too
             os._exit(exit_status(status))
 
 
@@ -373,8 +394,21 @@ def main(argv):
     os.set_inheritable(status_fd, False)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # Die with the owner (it kills the run on every path it lives to see); the reaper and the script
-    # below die with this process in turn.
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # below die with this process in turn. SIGTERM, not SIGKILL: this process first kills the reaper and
+    # whatever left the run's process group (it is their child subreaper), then exits.
+    running = {"reaper": 0}
+
+    def owner_gone(signum, _frame):
+        if running["reaper"]:
+            try:
+                os.kill(running["reaper"], signal.SIGKILL)
+            except OSError:
+                pass
+        subreaper.end_descendants()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, owner_gone)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if spec.get("owner") and os.getppid() != spec["owner"]:
         os._exit(125)  # the owner died before the line above took
     cgroup = ""
@@ -395,11 +429,15 @@ def main(argv):
         except OSError as exc:
             report["mountns"], report["mountns_error"] = False, exc.strerror or str(exc)
 
+    # When the reaper is killed (timeout, memory), what it had collected comes here, and is ended below.
+    subreaper.become_subreaper()
     signal_r, signal_w = os.pipe()
     child = os.fork()
     if child == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.close(signal_r)
         reap(spec, report, program, signal_w)
+    running["reaper"] = child
     os.close(signal_w)
     os.write(status_fd, b"child %d\n" % child)
     os.close(status_fd)
@@ -410,6 +448,8 @@ def main(argv):
             break
         except ChildProcessError:
             os._exit(127)
+    if not report.get("pidns"):
+        subreaper.end_descendants()
     end_like(status, signal_r)
 
 

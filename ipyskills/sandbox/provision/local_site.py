@@ -38,6 +38,7 @@ from ..owners import pid_alive
 from ..scratch import cache_base, remove_tree, scratch_dir
 from ..wheels import Target, compile_lock, index_fingerprint, install_target, normalize
 from . import RESOLVE_POLICY, Progress, Provisioned, Timer, _quiet, missing_from
+from .satisfied import all_present
 from .budget import Budget
 from .budget import check as check_budget
 from . import undeclared
@@ -138,6 +139,8 @@ def ensure_site(specs: list[str], *, reasons: list[str], progress: Progress = _q
     needs a Docker engine even on the local backend: the build code never runs on this machine)."""
     python = run_interpreter()
     present, version = _present(python)
+    if all_present(specs, present):  # nothing to add: no index is asked (Binder, offline)
+        return Provisioned(installed=[], site="", built=False, verified=False)
     constraints = "".join(f"{name}=={v}\n" for name, v in sorted(present.items()))
     key = hashlib.sha256(json.dumps([python, version, constraints, index_fingerprint(),
                                      sorted(set(specs)), RESOLVE_POLICY]).encode())
