@@ -26,7 +26,8 @@ numbers before and after dependency provisioning. Sequential (one run at a time)
         [--deps auto|declared|off] [--timeout 30] [--skill NAME]... [--no-guard] [--image TAG]
         [--workdir workspace|skill] [--no-sdist]
 
-`--no-sdist` refuses packages that publish no wheel instead of building them from their sdists (in a
+`IPYSKILLS_*` settings apply (`IPYSKILLS_GPU_WHEELS=1 IPYSKILLS_DEPS_MAX_SIZE=4g` accepts torch's CUDA
+build), apart from those the options set. `--no-sdist` refuses packages that publish no wheel instead of building them from their sdists (in a
 throwaway network-off container of the build image, the default), to count what source builds add. `--workdir skill` runs every script the old way (working directory = the read-only skill, script path
 relative to it) instead of the default writable workspace with the script called by its path in the skill,
 so the two layouts can be compared on the same scripts.
@@ -192,8 +193,9 @@ def survey(collections: list[Path], *, limit: int | None, timeout: float, deps: 
     from ipyskills import SkillRegistry
     from ipyskills.settings import Settings
 
-    settings = Settings(default_roots=False, bundled_skills=False, backend="docker", timeout=timeout,
-                        pool_size=0, guard=guard, allow_sdist=allow_sdist)
+    # IPYSKILLS_* settings apply (e.g. IPYSKILLS_GPU_WHEELS=1 IPYSKILLS_DEPS_MAX_SIZE=4g); these win
+    settings = Settings.from_env().with_overrides(default_roots=False, bundled_skills=False, backend="docker",
+                                                  timeout=timeout, pool_size=0, guard=guard, allow_sdist=allow_sdist)
     if image:  # a configured image is used as is: no switch to a profile image
         settings = settings.with_overrides(image=image)
     results = []
