@@ -1389,11 +1389,7 @@ TASKS = [
          lambda d: [dicom_file(d)], check_dicom_png, "SKILL.md:381"),
     Task("scanpy-qc", "scientific", K + "scanpy", "scripts/qc_analysis.py",
          ["counts.csv", "--output", "filtered.h5ad", "--mt-threshold", "5", "--min-genes", "200", "--min-cells",
-          "3"], lambda d: [counts_csv(d)], check_qc, "SKILL.md:314", timeout=240, memory="2g",
-         known_failure="QC and filtering work (30 -> 20 cells), then anndata cannot write pandas 3's strings: "
-                       "with the image's pandas 3.1.1 pinned, the resolver backtracks to anndata 0.12.6, the newest "
-                       "release without `pandas<3` (0.12.19 declares it); on the local backend, which pins no "
-                       "pandas, anndata 0.12.19 with pandas 2.3.3 is chosen and the task passes"),
+          "3"], lambda d: [counts_csv(d)], check_qc, "SKILL.md:314", timeout=240, memory="2g"),
     Task("eda-report", "scientific", K + "exploratory-data-analysis", "scripts/eda_analyzer.py",
          ["sales.csv", "report.md"], lambda d: [sales_csv(d)], check_eda, "SKILL.md:390", timeout=90,
          memory="1g"),

@@ -32,6 +32,9 @@ VENV_BIN = Path(sys.executable).parent
 
 # Blocks not executed here, by their first line, and why. Keep this short and every reason true.
 NOT_RUN = {
+    "docker context create sandbox-engine \\":
+        "needs a remote engine and its certificates; tests/sandbox/test_remote_engine_tls.py runs this very "
+        "block against a private TLS engine, with its address and certificate paths put in",
     "bash scripts/demo.sh     # set up everything and run the demo (executes the example notebooks)":
         "installs system packages and Docker as root; its notebooks run in tests/notebook/test_examples.py, "
         "and its second line, scripts/test.sh, is what CI runs",

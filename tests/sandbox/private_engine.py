@@ -31,6 +31,8 @@ def free_port() -> int:
 
 
 class PrivateEngine:
+    _made = 0  # engines made by this process (each gets its own bridge name)
+
     def __init__(self, root: Path, tcp: bool = False, extra: tuple[str, ...] = ()):
         self.root = root
         self.extra = tuple(extra)  # more dockerd options (test_remote_engine_tls.py: its TLS settings)
@@ -39,7 +41,10 @@ class PrivateEngine:
         self.tcp_host = f"tcp://127.0.0.1:{free_port()}" if tcp else None
         self.proc: subprocess.Popen | None = None
         self.log = open(root / "dockerd.log", "ab")  # noqa: SIM115 - closed in close()
-        self.bridge = f"ipysk{os.getpid() % 100000}"
+        # one bridge per engine: two private engines may be up at once in one test process (the session's
+        # and the TLS module's); an interface name holds at most 15 characters
+        PrivateEngine._made += 1
+        self.bridge = f"ipy{os.getpid() % 100000}e{PrivateEngine._made % 1000}"
         subnet = f"10.254.{random.randrange(1, 250)}"
         for cmd in (["ip", "link", "add", self.bridge, "type", "bridge"],
                     ["ip", "addr", "add", f"{subnet}.1/24", "dev", self.bridge],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -45,6 +46,14 @@ def _certificate(folder: Path, ca: str, name: str, usage: str, san: str = "") ->
              "-out", f"{name}-cert.pem", "-days", "1", "-extfile", f"{name}.ext", cwd=folder)
 
 
+def readme_context_example() -> str:
+    """The README's shell block that makes the TLS context (test_readme.py lists it as run here)."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    found = re.search(r"```bash\n(docker context create sandbox-engine .*?)```", text, re.DOTALL)
+    assert found, "the README's TLS context example is gone: update this test and test_readme.NOT_RUN"
+    return found.group(1)
+
+
 @pytest.fixture(scope="module")
 def tls_engine():
     if shutil.which("dockerd") is None or shutil.which("ip") is None or shutil.which("openssl") is None \
@@ -71,10 +80,20 @@ def tls_engine():
         config = certs / "docker-config"
         config.mkdir()
         (config / "config.json").write_text("{}")
-        for name, key in (("sandbox-engine", "client"), ("stranger", "stranger")):
-            subprocess.run(["docker", "--config", str(config), "context", "create", name, "--docker",
-                            f"host=tcp://127.0.0.1:{port},ca={certs}/ca.pem,cert={certs}/{key}-cert.pem,"
-                            f"key={certs}/{key}-key.pem"], capture_output=True, check=True)
+        # the README's own example makes the context, with this engine and these certificates in its place
+        example = readme_context_example()
+        for placeholder, real in (("tcp://engine.example.internal:2376", f"tcp://127.0.0.1:{port}"),
+                                  ("/etc/ipyskills/ca.pem", f"{certs}/ca.pem"),
+                                  ("/etc/ipyskills/cert.pem", f"{certs}/client-cert.pem"),
+                                  ("/etc/ipyskills/key.pem", f"{certs}/client-key.pem")):
+            assert placeholder in example, placeholder
+            example = example.replace(placeholder, real)
+        made = subprocess.run(["bash", "-e", "-c", example], capture_output=True, text=True, check=False,
+                              env={**os.environ, "DOCKER_CONFIG": str(config)})
+        assert made.returncode == 0, made.stderr
+        subprocess.run(["docker", "--config", str(config), "context", "create", "stranger", "--docker",
+                        f"host=tcp://127.0.0.1:{port},ca={certs}/ca.pem,cert={certs}/stranger-cert.pem,"
+                        f"key={certs}/stranger-key.pem"], capture_output=True, check=True)
         yield {"engine": engine, "config": str(config), "url": f"tcp://127.0.0.1:{port}"}
     finally:
         pool_mod.drain_all()
