@@ -61,6 +61,7 @@ from .containers import (  # WORKSPACE: callers (sdist) import it from here too
     start_attached,
     trailer_cap,
 )
+from .podman import engine_of
 from .runtime import choose as choose_runtime
 from .stream import _send, _StreamReader
 
@@ -206,7 +207,8 @@ class DockerBackend:
                 removed = _remove(client, container_id)  # interrupted or failed: remove now, before anything else
             if isinstance(exc, RunInterrupted):
                 exc.removed = removed
-                exc.result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime)
+                exc.result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime,
+                                        engine=engine_of(client))
                 raise
             if isinstance(exc, KeyboardInterrupt):  # before the script's output began
                 partial = ExecuteResult(exit_code=None, stdout="", stderr="",
@@ -225,7 +227,8 @@ class DockerBackend:
         finally:
             if pool is not None:
                 pool.refill()  # after the run, so refilling does not compete with it
-        result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime)
+        result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime,
+                                        engine=engine_of(client))
         return result
 
     def pool(self, client, image: str):
