@@ -38,9 +38,9 @@ pytestmark = pytest.mark.docker
 SUBID_FILES = ("/etc/subuid", "/etc/subgid")
 
 
-def _user(base: Path) -> dict:
+def _user(base: Path, **more_env) -> dict:
     env = {"XDG_RUNTIME_DIR": str(base / "run"), "XDG_DATA_HOME": str(base / "data"),
-           "XDG_CONFIG_HOME": str(base / "config")}
+           "XDG_CONFIG_HOME": str(base / "config"), **more_env}
     return as_user(USER_UID, env=env)
 
 
@@ -267,3 +267,47 @@ def test_gvisor_is_refused_under_podman(no_limits, skills):
     with pytest.raises(SandboxError, match="runsc|gVisor"):
         DockerBackend(runtime="runsc").run(RunRequest(skill_name=skill.name, skill_dir=skill,
                                                       script="probe.py", limits=Limits(timeout=10)))
+
+
+USER_DRIVER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from ipyskills.sandbox.docker.backend import DockerBackend
+    from ipyskills.sandbox.policy import Limits
+    from ipyskills.sandbox.request import RunRequest
+    skill, transfer = sys.argv[1], sys.argv[2]
+    result = DockerBackend(skill_transfer=transfer).run(RunRequest(
+        skill_name=Path(skill).name, skill_dir=Path(skill), script="probe.py", limits=Limits(timeout=20)))
+    print(json.dumps({"exit_code": result.exit_code, "stdout": result.stdout, "stderr": result.stderr,
+                      "isolation": result.isolation, "artifacts": [a.path for a in result.artifacts]}))
+""")
+
+
+@pytest.mark.parametrize("transfer", ["mount", "copy"])
+def test_the_user_runs_it_through_its_own_socket(no_limits, skills, transfer):
+    """The whole client side as uid 1000 too (its own venv, docker-py from ours), the skill bind-mounted
+    or copied into a tmpfs; the seccomp profile file it hands Podman is gone when it exits."""
+    import docker as docker_package
+
+    from local_helpers import user_venv
+
+    base = no_limits
+    skill = skills({"probe.py": PROBE})
+    site = str(Path(docker_package.__file__).resolve().parents[1])
+    before = set(Path("/tmp").glob("ipyskills-seccomp-*"))
+    with user_venv([site]) as python:
+        done = subprocess.run([str(python), "-c", USER_DRIVER, str(skill), transfer], capture_output=True,
+                              text=True, timeout=120, check=False,
+                              **_user(base, DOCKER_HOST=os.environ["DOCKER_HOST"],
+                                      **{podman.NO_LIMITS_ENV: "1"}))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["exit_code"] == 0, result["stderr"]
+    seen = json.loads(result["stdout"])
+    assert seen["uid"] == 1000 and seen["CapEff"] == "0000000000000000" and seen["get_mempolicy"] == 1
+    # mounted: a read-only bind mount; copied: unpacked into a tmpfs then made read-only (0555), as on Docker
+    assert seen["write /skill"] == ("Read-only file system" if transfer == "mount" else "Permission denied")
+    assert seen["interfaces"] == ["lo"]
+    assert result["artifacts"] == ["out.txt"]
+    assert "limits NOT enforced" in result["isolation"]
+    assert set(Path("/tmp").glob("ipyskills-seccomp-*")) == before
