@@ -30,7 +30,7 @@ from ...errors import SandboxError
 
 NEEDED_CONTROLLERS = ("memory", "pids", "cpu")  # what Limits' memory, pids and cpus need from the cgroup
 NO_LIMITS_ENV = "IPYSKILLS_PODMAN_NO_LIMITS"  # "1": run where Podman cannot enforce them, saying so
-INFO_TTL = 30.0
+INFO_TTL = 300.0  # seconds what an endpoint is (Docker, or Podman and its controllers) is trusted
 # Empty read-only tmpfs over the paths Podman's read-only root makes writable (tmpfs size is a ceiling).
 READ_ONLY_TMPFS = {"/run": "ro,noexec,nosuid,nodev,size=64k", "/var/tmp": "ro,noexec,nosuid,nodev,size=64k"}
 
