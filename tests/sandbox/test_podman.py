@@ -311,3 +311,22 @@ def test_the_user_runs_it_through_its_own_socket(no_limits, skills, transfer):
     assert result["artifacts"] == ["out.txt"]
     assert "limits NOT enforced" in result["isolation"]
     assert set(Path("/tmp").glob("ipyskills-seccomp-*")) == before
+
+
+def test_warm_pool_containers_under_podman(no_limits, skills):
+    """Pooled containers (started ahead, the skill copied in) are made with the same respelled flags."""
+    skill = skills({"probe.py": PROBE})
+    backend = DockerBackend(pool_size=1)
+    try:
+        assert backend.pool(backend.client(), backend.image).warm(wait=30) == 1
+        result = backend.run(RunRequest(skill_name=skill.name, skill_dir=skill, script="probe.py",
+                                        limits=Limits()))
+        assert result.exit_code == 0, result.stderr
+        assert result.isolation.startswith("docker (warm pool) API, podman"), result.isolation
+        seen = json.loads(result.stdout)
+        assert seen["write /run"] == seen["write /var/tmp"] == "Read-only file system"
+        assert seen["get_mempolicy"] == 1 and seen["NoNewPrivs"] == "1"
+    finally:
+        from ipyskills.sandbox.docker import pool as pool_mod
+
+        pool_mod.drain_all()

@@ -95,7 +95,7 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
         labels[LABEL_POOL] = "1"
     api = client.api
     engine = podman.engine_of(client)
-    podman.check(client, engine, runtime.gvisor)  # what Podman cannot enforce is refused before anything exists
+    podman.check(client, engine, runtime.gvisor)  # refuses what Podman cannot enforce, before anything exists
     with _live_lock:
         _creating.add(token)
     try:
@@ -200,7 +200,8 @@ def isolation_line(limits: Limits, copy: bool, pooled: bool = False, runtime: Ru
     if runtime.gvisor:
         where += f", {runtime.describe()} kernel, not the host's; inside it"
     return (f"{where}: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
-            f"{enforced}, /tmp noexec {limits.tmp_size // 1024**2} MiB, /dev/shm noexec {SHM_SIZE // 1024**2} MiB, "
+            f"{enforced}, /tmp noexec {limits.tmp_size // 1024**2} MiB, "
+            f"/dev/shm noexec {SHM_SIZE // 1024**2} MiB, "
             f"seccomp ipyskills profile, ends itself {DEADLINE_GRACE:g} s after the timeout, "
             f"skill read-only at {WORKDIR}, workspace {WORKSPACE} "
             f"{limits.workspace_size // 1024**2} MiB (working directory)"

@@ -25,13 +25,16 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from ...errors import SandboxError
+from . import client as docker_client
 
 NEEDED_CONTROLLERS = ("memory", "pids", "cpu")  # what Limits' memory, pids and cpus need from the cgroup
 NO_LIMITS_ENV = "IPYSKILLS_PODMAN_NO_LIMITS"  # "1": run where Podman cannot enforce them, saying so
 INFO_TTL = 300.0  # seconds what an endpoint is (Docker, or Podman and its controllers) is trusted
 # Empty read-only tmpfs over the paths Podman's read-only root makes writable (tmpfs size is a ceiling).
+SECCOMP_PROFILE = Path(__file__).parent / "seccomp.json"
 READ_ONLY_TMPFS = {"/run": "ro,noexec,nosuid,nodev,size=64k", "/var/tmp": "ro,noexec,nosuid,nodev,size=64k"}
 
 
@@ -65,7 +68,7 @@ _profile_dir: list[str] = []
 
 
 def engine_of(client) -> Engine:
-    """What engine answers on `client` (cached per endpoint for INFO_TTL): Docker, or Podman and how it runs."""
+    """What engine answers on `client` (cached per endpoint for INFO_TTL): Docker, or Podman and how."""
     endpoint = str(getattr(client.api, "base_url", ""))
     with _lock:
         hit = _seen.get(endpoint)
@@ -88,8 +91,8 @@ def forget() -> None:
 def _ask(client) -> Engine:
     version = client.version()
     components = version.get("Components") if isinstance(version, dict) else None
-    component = next((c for c in components or [] if isinstance(c, dict) and c.get("Name") == "Podman Engine"),
-                     None)
+    component = next((c for c in components or []
+                      if isinstance(c, dict) and c.get("Name") == "Podman Engine"), None)
     if component is None:
         return DOCKER
     podman_version = component.get("Version") or version.get("Version") or ""
@@ -114,15 +117,13 @@ def check(client, engine: Engine, gvisor: bool) -> None:
     """Refuse a run Podman would not confine as promised (before anything is created)."""
     if not engine.podman:
         return
-    from . import client as docker_client
-
     if gvisor:
         raise SandboxError(f"the engine is {engine.describe()}: ipyskills runs gVisor only under Docker "
                            "(runtime ipyskills-runsc in daemon.json); use runtime runc or auto with Podman")
     if not docker_client.is_local(client):
-        raise SandboxError(f"the engine is {engine.describe()} at a remote address: Podman's Docker API takes "
-                           "the seccomp profile as a file path on the engine's machine, so ipyskills uses "
-                           "Podman only through a local socket (unix://...)")
+        raise SandboxError(f"the engine is {engine.describe()} at a remote address: Podman's Docker API "
+                           "takes the seccomp profile as a file path on the engine's machine, so ipyskills "
+                           "uses Podman only through a local socket (unix://...)")
     if engine.missing and not run_anyway():
         why = (f"its cgroup controllers could not be read ({engine.info_error})" if engine.info_error else
                f"cgroup {engine.cgroup or '?'} gives this user "
@@ -130,8 +131,8 @@ def check(client, engine: Engine, gvisor: bool) -> None:
         raise SandboxError(
             f"the engine is {engine.describe()} and cannot enforce the sandbox's "
             f"{', '.join(engine.missing)} limits here ({why}; Podman accepts the limits and ignores them): "
-            "use Docker, or rootless Podman on cgroup v2 with the systemd cgroup manager and the memory, pids "
-            "and cpu controllers delegated to the user, or rootful Podman; "
+            "use Docker, or rootless Podman on cgroup v2 with the systemd cgroup manager and the memory, "
+            "pids and cpu controllers delegated to the user, or rootful Podman; "
             f"or set {NO_LIMITS_ENV}=1 to run anyway, with those limits stated as not enforced")
 
 
@@ -156,14 +157,12 @@ def _chown_option(opts: str) -> str:
 
 def profile_file() -> str:
     """Our seccomp profile as a file the engine's user can read (a fresh 0755 folder, removed at exit)."""
-    from .containers import SECCOMP_PROFILE
-
     with _lock:
         if not _profile_dir or not os.path.exists(os.path.join(_profile_dir[0], "seccomp.json")):
             folder = tempfile.mkdtemp(prefix="ipyskills-seccomp-")
             os.chmod(folder, 0o755)
             target = os.path.join(folder, "seccomp.json")
-            shutil.copyfile(SECCOMP_PROFILE, target)
+            shutil.copyfile(SECCOMP_PROFILE, target)  # containers.SECCOMP_PROFILE, the same file
             os.chmod(target, 0o644)
             if not _profile_dir:
                 atexit.register(lambda: shutil.rmtree(_profile_dir[0], ignore_errors=True))
