@@ -330,3 +330,14 @@ def test_warm_pool_containers_under_podman(no_limits, skills):
         from ipyskills.sandbox.docker import pool as pool_mod
 
         pool_mod.drain_all()
+
+
+def test_readiness_says_why_podman_is_not_used(engine, monkeypatch):
+    """`ipyskills sandbox status` and backend "auto" see the refusal before any run."""
+    monkeypatch.delenv(podman.NO_LIMITS_ENV, raising=False)
+    if not podman.engine_of(DockerBackend().client()).missing:
+        pytest.skip("this Podman can enforce the limits")
+    ready, why = DockerBackend().readiness()
+    assert not ready and "cannot enforce" in why and podman.NO_LIMITS_ENV in why
+    monkeypatch.setenv(podman.NO_LIMITS_ENV, "1")
+    assert DockerBackend().readiness()[0]
