@@ -40,7 +40,7 @@ SUBID_FILES = ("/etc/subuid", "/etc/subgid")
 
 def _user(base: Path, **more_env) -> dict:
     env = {"XDG_RUNTIME_DIR": str(base / "run"), "XDG_DATA_HOME": str(base / "data"),
-           "XDG_CONFIG_HOME": str(base / "config"), **more_env}
+           "XDG_CONFIG_HOME": str(base / "config"), "XDG_CACHE_HOME": str(base / "cache"), **more_env}
     return as_user(USER_UID, env=env)
 
 
@@ -78,7 +78,7 @@ def podman_socket():
             if not any(line.split(":")[0] == name for line in (text or "").splitlines()):
                 with open(path, "a") as fh:
                     fh.write(f"{name}:200000:65536\n")
-        for sub in ("run", "data", "config/containers"):
+        for sub in ("run", "data", "cache", "config/containers"):  # nothing of Podman's in the user's home
             (base / sub).mkdir(parents=True, mode=0o700)
         # Native overlay (kernel >= 5.13 allows it unprivileged); Podman 4.3 picks vfs otherwise, which
         # copies the whole image for every container.
