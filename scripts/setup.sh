@@ -32,6 +32,10 @@ if [ "${IPYSKILLS_SKIP_DOCKER:-0}" != 1 ]; then
         docker info >/dev/null 2>&1 || echo "warning: no Docker engine answers (see /tmp/ipyskills-dockerd.log)"
     fi
 fi
+# Rootless Podman (tests/sandbox/test_podman.py runs it as uid 1000): podman, and uidmap's newuidmap/newgidmap.
+if [ "${IPYSKILLS_SKIP_PODMAN:-0}" != 1 ]; then
+    apt_install podman uidmap || echo "warning: could not install podman/uidmap; the Podman tests will be skipped"
+fi
 if [ "${IPYSKILLS_WITH_BROWSER:-0}" = 1 ]; then
     apt_install chromium || echo "warning: could not install chromium; browser tests will be skipped"
 fi

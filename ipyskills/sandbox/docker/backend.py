@@ -61,6 +61,8 @@ from .containers import (  # WORKSPACE: callers (sdist) import it from here too
     start_attached,
     trailer_cap,
 )
+from .podman import check as podman_check
+from .podman import engine_of
 from .runtime import choose as choose_runtime
 from .stream import _send, _StreamReader
 
@@ -120,6 +122,10 @@ class DockerBackend:
             probe.ping()
         except docker_client.engine_errors() as exc:
             return False, str(docker_client.unreachable(docker_client.engine_name(probe), exc))
+        try:  # a Podman engine that cannot enforce the limits is not ready (podman.py)
+            podman_check(probe, engine_of(probe), gvisor=self.runtime == "runsc")
+        except SandboxError as exc:
+            return False, str(exc)
         seen_key = (_endpoint_of(probe), self.image)
         seen = _image_seen.get(seen_key)
         if seen is not None and time.monotonic() - seen < IMAGE_CHECK_TTL:
@@ -206,7 +212,8 @@ class DockerBackend:
                 removed = _remove(client, container_id)  # interrupted or failed: remove now, before anything else
             if isinstance(exc, RunInterrupted):
                 exc.removed = removed
-                exc.result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime)
+                exc.result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime,
+                                        engine=engine_of(client))
                 raise
             if isinstance(exc, KeyboardInterrupt):  # before the script's output began
                 partial = ExecuteResult(exit_code=None, stdout="", stderr="",
@@ -225,7 +232,8 @@ class DockerBackend:
         finally:
             if pool is not None:
                 pool.refill()  # after the run, so refilling does not compete with it
-        result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime)
+        result.isolation = isolation_line(limits, copy, pooled=warm is not None, runtime=runtime,
+                                        engine=engine_of(client))
         return result
 
     def pool(self, client, image: str):

@@ -27,6 +27,7 @@ from .cleanup import (
     _lost,
     _remove,
 )
+from . import podman
 from .runtime import RUNC, Runtime
 
 UID = 1000
@@ -93,11 +94,13 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
     if pooled:
         labels[LABEL_POOL] = "1"
     api = client.api
+    engine = podman.engine_of(client)
+    podman.check(client, engine, runtime.gvisor)  # refuses what Podman cannot enforce, before anything exists
     with _live_lock:
         _creating.add(token)
     try:
         # The low-level call: the high-level one inspects the new container again, a wasted round trip.
-        host_config = api.create_host_config(
+        host_config = dict(
             cap_drop=["ALL"],
             security_opt=["no-new-privileges:true", f"seccomp={seccomp_profile(runtime.gvisor)}"],
             read_only=True, shm_size=SHM_SIZE,
@@ -114,6 +117,8 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
             runtime=runtime.engine_name if runtime.gvisor else None,  # runc: the engine's default runtime
             log_config=LogConfig(type="none"),  # output is read live; the engine keeps none of it
         )
+        podman.adjust(host_config, engine)  # Podman's spellings of the same flags (podman.py)
+        host_config = api.create_host_config(**host_config)
         config = api.create_container_config(
             image, command=command, user=f"{UID}:{UID}", working_dir=WORKDIR, environment={},
             stdin_open=True, tty=False, detach=True, labels=labels, host_config=host_config,
@@ -180,18 +185,23 @@ def _engine_failure(client, exc: Exception, doing: str) -> SandboxError:
                         f"({type(exc).__name__}: {detail}); try again")
 
 
-def isolation_line(limits: Limits, copy: bool, pooled: bool = False, runtime: Runtime = RUNC) -> str:
+def isolation_line(limits: Limits, copy: bool, pooled: bool = False, runtime: Runtime = RUNC,
+                   engine: podman.Engine = podman.DOCKER) -> str:
     """What the run's container enforced. The same settings give the same words whether the skill was
     mounted or copied in (both are read-only to the script); a warm container only adds "(warm pool)"
     after "docker", saying where the container came from, not what it enforced. Under gVisor the script's
     system calls go to gVisor's kernel, and every item after it still applies inside that sandbox."""
     network = "network bridge (asked for)" if limits.network else "network none"
     where = "docker (warm pool)" if pooled else "docker"
+    if engine.podman:  # the Docker API served by Podman
+        where += f" API, {engine.describe()}"
+    enforced = podman.limits_words(engine, limits) or (
+        f"{limits.memory // 1024**2} MiB (no swap), {limits.pids} pids, {limits.cpus:g} CPU")
     if runtime.gvisor:
         where += f", {runtime.describe()} kernel, not the host's; inside it"
     return (f"{where}: uid {UID}, no capabilities, no-new-privileges, read-only root, {network}, "
-            f"{limits.memory // 1024**2} MiB (no swap), {limits.pids} pids, {limits.cpus:g} CPU, "
-            f"/tmp noexec {limits.tmp_size // 1024**2} MiB, /dev/shm noexec {SHM_SIZE // 1024**2} MiB, "
+            f"{enforced}, /tmp noexec {limits.tmp_size // 1024**2} MiB, "
+            f"/dev/shm noexec {SHM_SIZE // 1024**2} MiB, "
             f"seccomp ipyskills profile, ends itself {DEADLINE_GRACE:g} s after the timeout, "
             f"skill read-only at {WORKDIR}, workspace {WORKSPACE} "
             f"{limits.workspace_size // 1024**2} MiB (working directory)"
