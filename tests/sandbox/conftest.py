@@ -29,6 +29,18 @@ def test_runtime() -> str:
 test_runtime.__test__ = False  # a helper, not a test
 
 
+def forget_deps_images(client, installed: str) -> None:
+    """Remove every dependency image whose installed set mentions `installed`, so the next run provisions
+    for real (and forget this process's recent hits)."""
+    from ipyskills.sandbox.provision import docker_image
+
+    docker_image._hits.clear()
+    for image in client.images.list(name=docker_image.REPOSITORY):
+        if installed in (image.labels or {}).get(docker_image.LABEL_INSTALLED, ""):
+            for tag in image.tags:
+                client.images.remove(tag, force=True)
+
+
 @pytest.fixture(scope="session")
 def docker_backend():
     from ipyskills.sandbox.docker.backend import DockerBackend
@@ -95,10 +107,7 @@ def private_engine():
     engine = PrivateEngine(Path(tempfile.mkdtemp(prefix="ipyskills-engine-", dir="/tmp")), tcp=True)
     try:
         engine.start()
-        save = subprocess.Popen(["docker", "save", DEFAULT_IMAGE], stdout=subprocess.PIPE)
-        load = subprocess.run(["docker", "-H", engine.host, "load"], stdin=save.stdout, capture_output=True, check=False)
-        save.stdout.close()
-        assert save.wait() == 0 and load.returncode == 0, load.stderr
+        engine.load_image(DEFAULT_IMAGE)
         yield engine
     finally:
         engine.close()

@@ -51,6 +51,13 @@ class PrivateEngine:
                     ["ip", "link", "set", self.bridge, "up"]):
             subprocess.run(cmd, capture_output=True, check=True)
 
+    def load_image(self, image: str) -> None:
+        """`docker save` from the shared engine into this one (no registry is reachable)."""
+        save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+        load = subprocess.run(["docker", "-H", self.host, "load"], stdin=save.stdout, capture_output=True, check=False)
+        save.stdout.close()
+        assert save.wait() == 0 and load.returncode == 0, load.stderr
+
     def start(self, timeout: float = 60.0) -> None:
         hosts = ["--host", self.host] + (["--host", self.tcp_host] if self.tcp_host else [])
         self.proc = subprocess.Popen(

@@ -4,6 +4,7 @@ skill needs, with no file of the image's old version left, and the notice says w
 from __future__ import annotations
 
 import pytest
+from conftest import forget_deps_images
 
 from ipyskills import SkillError, SkillRegistry
 from ipyskills.settings import Settings
@@ -25,16 +26,6 @@ def registry(folder) -> SkillRegistry:
                                                                 pool_size=0))
 
 
-def _forget(client, name: str) -> None:
-    from ipyskills.sandbox.provision import docker_image
-
-    docker_image._hits.clear()
-    for image in client.images.list(name=docker_image.REPOSITORY):
-        if name in (image.labels or {}).get(docker_image.LABEL_INSTALLED, ""):
-            for tag in image.tags:
-                client.images.remove(tag, force=True)
-
-
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_skill_that_needs_an_older_version_of_an_image_package_gets_it(docker_backend, make_skill):
@@ -44,7 +35,7 @@ def test_a_skill_that_needs_an_older_version_of_an_image_package_gets_it(docker_
     image_tqdm = lock_names(base_lock())["tqdm"]
     assert image_tqdm >= "4.67", "the image's tqdm no longer conflicts with tqdm<4.67: pick another pin"
     client = docker_backend.client()
-    _forget(client, "tqdm==4.66")
+    forget_deps_images(client, "tqdm==4.66")
     skill = make_skill({"scripts/run.py": OLD_TQDM}, name="old-tqdm")
     lines: list[str] = []
     result = registry(skill).run("old-tqdm", "scripts/run.py", backend="docker", memory="1g", timeout=120,
@@ -58,7 +49,7 @@ def test_a_skill_that_needs_an_older_version_of_an_image_package_gets_it(docker_
     # one resolve of the skill's set with the image's own, the image's versions as preferences
     assert any(f"resolving 1 requirement(s) with the image's {len(base_requirements())} for" in line
                for line in lines), lines
-    _forget(client, "tqdm==4.66")
+    forget_deps_images(client, "tqdm==4.66")
 
 
 @pytest.mark.docker

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import forget_deps_images
 
 from ipyskills import SkillRegistry
 from ipyskills.errors import ProvisionError
@@ -161,7 +162,7 @@ def test_ete3_which_imports_six_without_declaring_it_runs(docker_backend, make_s
                                                  "print(len(Tree('((A,B),(C,(D,E)));').get_leaves()))\n"},
                            name="trees")
     client = docker_backend.client()
-    _forget(client, "ete3==")
+    forget_deps_images(client, "ete3==")
     lines: list[str] = []
     result = SkillRegistry([str(skill_dir.parent)], settings=Settings(
         default_roots=False, bundled_skills=False, pool_size=0)).run(
@@ -171,18 +172,7 @@ def test_ete3_which_imports_six_without_declaring_it_runs(docker_backend, make_s
     assert any(line.startswith("dependencies: adding six, which the package imports without declaring it")
                for line in lines), lines
     assert "six==" in result.notice
-    _forget(client, "ete3==")
-
-
-def _forget(client, installed: str) -> None:
-    """Remove derived images holding `installed`, so the test provisions for real."""
-    from ipyskills.sandbox.provision import docker_image
-
-    docker_image._hits.clear()
-    for image in client.images.list(name=docker_image.REPOSITORY):
-        if installed in (image.labels or {}).get(docker_image.LABEL_INSTALLED, ""):
-            for tag in image.tags:
-                client.images.remove(tag, force=True)
+    forget_deps_images(client, "ete3==")
 
 
 # -- an old release of a dependency, built from its own sdist ----------------------------------------------------

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import forget_deps_images
 
 from ipyskills import SkillError, SkillRegistry
 from ipyskills.settings import Settings
@@ -43,16 +44,6 @@ def failures(tmp_path, monkeypatch):
     return folder
 
 
-def forget_images(client, name: str) -> None:
-    from ipyskills.sandbox.provision import docker_image
-
-    docker_image._hits.clear()
-    for image in client.images.list(name=docker_image.REPOSITORY):
-        if name in (image.labels or {}).get(docker_image.LABEL_INSTALLED, ""):
-            for tag in image.tags:
-                client.images.remove(tag, force=True)
-
-
 def build_image_ready(client) -> None:
     from ipyskills.sandbox.docker.image import image_info, profile_image
 
@@ -70,7 +61,7 @@ def build_image_ready(client) -> None:
 def test_a_c_extension_sdist_is_compiled_in_the_build_image_by_default(docker_backend, make_skill, failures):
     client = docker_backend.client()
     build_image_ready(client)
-    forget_images(client, "crcmod")
+    forget_deps_images(client, "crcmod")
     skill = make_skill({"requirements.txt": "crcmod==1.7\n", "scripts/crc.py": CRC_SCRIPT}, name="crc")
     lines: list[str] = []
     t0 = time.monotonic()
@@ -87,7 +78,7 @@ def test_a_c_extension_sdist_is_compiled_in_the_build_image_by_default(docker_ba
     result = registry(skill).run("crc", "scripts/crc.py", backend="docker", progress=again.append)
     assert result.exit_code == 0 and not any("building" in line for line in again), again
     print(f"first provisioning with the C-extension build: {first:.1f} s")
-    forget_images(client, "crcmod")
+    forget_deps_images(client, "crcmod")
 
 
 @pytest.mark.docker

@@ -73,10 +73,7 @@ def tls_engine():
                                   f"--tlscert={certs}/server-cert.pem", f"--tlskey={certs}/server-key.pem"))
     try:
         engine.start()
-        save = subprocess.Popen(["docker", "save", DEFAULT_IMAGE], stdout=subprocess.PIPE)
-        load = subprocess.run(["docker", "-H", engine.host, "load"], stdin=save.stdout, capture_output=True, check=False)
-        save.stdout.close()
-        assert save.wait() == 0 and load.returncode == 0, load.stderr
+        engine.load_image(DEFAULT_IMAGE)
         config = certs / "docker-config"
         config.mkdir()
         (config / "config.json").write_text("{}")

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ...errors import ProvisionError
+from .gpu import GPU_ONLY
 
 LOOKUPS_AT_ONCE = 8
 
@@ -40,8 +41,6 @@ def check(lock: str, installed: list[str], budget: Budget, log, gpu_note: str = 
     """Raise ProvisionError when the distributions to add (`installed`, "name==version") are over the
     budget or are GPU-only builds that the budget does not accept; `lock` holds their hashes (to find each
     file's size). `gpu_note`: why no CPU build was taken instead, for the refusal."""
-    from .gpu import GPU_ONLY
-
     gpu = [spec for spec in installed if GPU_ONLY.match(spec.split("==", 1)[0])]
     sizes = _sizes(lock, installed, log) if installed else {}
     total = sum(sizes.values())
