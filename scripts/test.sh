@@ -20,10 +20,12 @@ if [ "$IPYSKILLS_WITH_BROWSER" = 1 ] && { [ "${CI:-}" = true ] || [ -x /usr/bin/
 fi
 mkdir -p artifacts
 .venv/bin/python -m pytest -q -ra "$@"
-# The attack lab, the limit measurements and files in and out once more under gVisor (about 3 min), when
+# The attack lab, the limit measurements, files in and out and the pre-started interpreter once more under
+# gVisor (about 3 min), when
 # it is registered and the whole suite was asked for.
 if [ "${IPYSKILLS_REQUIRE_GVISOR:-0}" = 1 ] && [ "$#" = 0 ]; then
     echo "== the same attacks and limits under gVisor (IPYSKILLS_TEST_RUNTIME=runsc)"
     IPYSKILLS_TEST_RUNTIME=runsc .venv/bin/python -m pytest -q -ra -p no:cacheprovider \
-        tests/sandbox/test_docker_attacks.py tests/sandbox/test_limits_measured.py tests/sandbox/test_files_in_out.py
+        tests/sandbox/test_docker_attacks.py tests/sandbox/test_limits_measured.py tests/sandbox/test_files_in_out.py \
+        tests/sandbox/test_prestarted.py
 fi

@@ -51,6 +51,7 @@ from .containers import (  # WORKSPACE: callers (sdist) import it from here too
     DEADLINE_GRACE,
     HOME_SEED,
     OUTPUT_DIR,
+    RUN_ENV,
     SKILL_COPY_CAP,
     UID,
     WORKDIR,
@@ -183,8 +184,7 @@ class DockerBackend:
         marker = "\0\0ipyskills-end-" + secrets.token_hex(16) + "\0\0"
         job = {
             "argv": argv,
-            "env": {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "IPYSKILLS_OUTPUT": OUTPUT_DIR,
-                    "MPLBACKEND": "Agg", **request.env},
+            "env": {**RUN_ENV, **request.env},
             "cwd": WORKSPACE if in_workspace else WORKDIR, "skill_dir": WORKDIR,
             "stdin": len(request.stdin), "skill_tar": len(skill_tar), "output": OUTPUT_DIR,
             "workspace": WORKSPACE if in_workspace else None, "inputs_dir": WORKSPACE,

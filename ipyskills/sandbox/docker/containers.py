@@ -35,6 +35,8 @@ WORKDIR = "/skill"  # the skill, read-only
 WORKSPACE = "/work"  # the run's writable working directory (a tmpfs of Limits.workspace_size)
 OUTPUT_DIR = "/output"
 HOME_SEED = "/opt/ipyskills/home"
+RUN_ENV = {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "IPYSKILLS_OUTPUT": OUTPUT_DIR, "MPLBACKEND": "Agg"}
+# ^ every run's environment (over the image's), before the request's own variables
 SKILL_COPY_CAP = 64 * 1024**2  # a skill copied to a remote engine lives in a tmpfs charged to its memory
 POOLED_SKILL_TMPFS = 2 * SKILL_COPY_CAP + 1024**2  # a pooled container does not know its skill's size yet
 DEADLINE_GRACE = 2.0  # the launcher ends a run this long after the host's timeout, if the host has not
@@ -47,6 +49,8 @@ GVISOR_THREADS = 256  # host threads gVisor's sentry and gofer may use beyond th
 SHM_SIZE = 16 * 1024**2  # /dev/shm: a small noexec tmpfs (charged to the container's memory)
 SECCOMP_PROFILE = Path(__file__).parent / "seccomp.json"  # passed on every run (see the file's comment)
 _LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
+_PRESTARTED_SOURCE = (Path(__file__).parent / "prestarted.py").read_text()
+PRESTART = True  # warm containers start the script's interpreter ahead of the job (benchmarks turn it off)
 _seccomp_json: dict[bool, str] = {}
 _image_seen: dict[tuple, float] = {}  # (endpoint, image) -> monotonic time of the last positive check
 
@@ -89,6 +93,10 @@ def create_container(client, image: str, limits: Limits, *, skill_dir: Path | No
     command = ["python3", "-I", "-S", "-c", _LAUNCHER_SOURCE]
     if idle_exit is not None:
         command += ["--idle-exit", f"{idle_exit:g}"]
+    if pooled and PRESTART:  # the interpreter a run of a Python script needs, started while the container waits
+        command += ["--prestart", json.dumps({
+            "source": _PRESTARTED_SOURCE, "env": RUN_ENV, "cwd": WORKSPACE, "home_seed": HOME_SEED,
+            "nproc": limits.pids if runtime.gvisor else None})]
     token = secrets.token_hex(8)
     labels = {LABEL: "1", LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname(), LABEL_CREATE: token}
     if pooled:

@@ -2,7 +2,8 @@
 
 Starting a container is most of a fresh run's cost (about 0.2-0.3 s of the engine's time). A pooled
 container has already been created, attached to and started, with the launcher waiting for its job on
-stdin, so a run only sends the job and reads the result. Nothing is ever reused: a container serves one
+stdin and the script's Python interpreter already started (launcher.py `--prestart`, prestarted.py), so a
+run only sends the job and reads the result. Nothing is ever reused: a container serves one
 run and is then removed like any other, so no state can pass from one run to the next.
 
 - One pool per engine and image, made for one set of container limits (memory, pids, CPUs, /tmp size,
