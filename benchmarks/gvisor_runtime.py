@@ -1,10 +1,12 @@
 """runc next to gVisor (runsc), side by side in one process: the same scripts through `SkillRegistry.run`,
 the runtimes alternating run by run so drift in the machine hits both alike.
 
-Four workloads, each timed as `reg.run` returns (the call a notebook cell or an agent makes):
+Five workloads, each timed as `reg.run` returns (the call a notebook cell or an agent makes):
 
 - warm trivial: `print('ok')` with the warm pool on, in the steady state (before each timed run the
   benchmark waits, untimed, until the pool is full again and earlier removals are done);
+- warm trivial, no pre-start: the same with the warm containers' pre-started interpreter turned off
+  (`containers.PRESTART`), so the script's interpreter starts after the job arrives;
 - fresh trivial: the same with the pool off, a new container per run;
 - import-heavy: `import pandas, numpy, matplotlib.pyplot` with the warm pool on;
 - file-heavy: write 200 files of 64 KiB in the workspace, read them back and return one as an artifact,
@@ -29,16 +31,18 @@ import time
 from pathlib import Path
 
 from ipyskills import SkillRegistry
+from ipyskills.sandbox.docker import containers
 from ipyskills.sandbox.docker import pool as pool_mod
 from ipyskills.sandbox.docker.backend import flush_removals
 from ipyskills.settings import Settings
 
 GOAL_WARM = 2.0  # runsc warm median / runc warm median
 BLOCK = 5  # runs of one runtime in a row (the warm pool is re-made when the runtime changes)
-WORKLOADS = {
-    "warm trivial": ("trivial.py", "print('ok')\n", True),
-    "fresh trivial": ("trivial.py", "print('ok')\n", False),
-    "import-heavy": ("imports.py", "import pandas, numpy, matplotlib.pyplot\nprint('ok')\n", True),
+WORKLOADS = {  # name: (script, source, warm pool on, pre-started interpreter)
+    "warm trivial": ("trivial.py", "print('ok')\n", True, True),
+    "warm, no pre-start": ("trivial.py", "print('ok')\n", True, False),
+    "fresh trivial": ("trivial.py", "print('ok')\n", False, True),
+    "import-heavy": ("imports.py", "import pandas, numpy, matplotlib.pyplot\nprint('ok')\n", True, True),
     "file-heavy": ("files.py", """\
 import os
 block = os.urandom(64 * 1024)
@@ -48,7 +52,7 @@ for i in range(200):
 total = sum(len(open(f"f{i:03}.bin", "rb").read()) for i in range(200))
 import shutil; shutil.copy("f000.bin", os.path.join(os.environ["IPYSKILLS_OUTPUT"], "one.bin"))
 print(total)
-""", True),
+""", True, True),
 }
 
 
@@ -56,7 +60,7 @@ def make_skill(root: Path) -> Path:
     skill = root / "bench-runtime"
     (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: bench-runtime\ndescription: Benchmark scripts.\n---\n# Bench\n")
-    for script, source, _warm in WORKLOADS.values():
+    for script, source, _warm, _prestart in WORKLOADS.values():
         (skill / "scripts" / script).write_text(source)
     os.chmod(root, 0o755)
     for path in [skill, *skill.rglob("*")]:
@@ -85,7 +89,10 @@ def measure(runs: int) -> dict:
         skill = make_skill(Path(tmp))
         regs = {(rt, pooled): registry(skill, rt, pooled) for rt in ("runc", "runsc") for pooled in (True, False)}
         times: dict[str, dict[str, list[float]]] = {name: {"runc": [], "runsc": []} for name in WORKLOADS}
-        for name, (script, _source, pooled) in WORKLOADS.items():
+        for name, (script, _source, pooled, prestart) in WORKLOADS.items():
+            if containers.PRESTART != prestart:
+                containers.PRESTART = prestart
+                pool_mod.drain_all()  # the warm containers made the other way go
             done = 0
             while done < runs:
                 block = min(BLOCK, runs - done)
@@ -124,10 +131,10 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps({"figures": figures, "load": load}, indent=2))
     else:
-        print(f"{'workload':16} {'runc ms':>9} {'runsc ms':>9} {'ratio':>6}   (median of {args.runs} each, "
+        print(f"{'workload':20} {'runc ms':>9} {'runsc ms':>9} {'ratio':>6}   (median of {args.runs} each, "
               f"alternating; load average {load:.1f})")
         for name, f in figures.items():
-            print(f"{name:16} {f['runc_ms']:9.1f} {f['runsc_ms']:9.1f} {f['ratio']:6.2f}")
+            print(f"{name:20} {f['runc_ms']:9.1f} {f['runsc_ms']:9.1f} {f['ratio']:6.2f}")
         warm = figures["warm trivial"]["ratio"]
         print(f"goal: warm trivial runsc/runc <= {GOAL_WARM:g}: {'met' if warm <= GOAL_WARM else 'NOT met'} "
               f"({warm:.2f})")
