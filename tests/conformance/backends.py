@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -77,10 +78,11 @@ class Backend:
             if owner and int(owner.group(1)) != os.getpid():
                 continue  # another process's local run (another test run on this machine)
             try:
-                if os.lstat(os.path.join(root, name)).st_mtime >= since - 1:
-                    found.append(f"temp folder {os.path.join(root, name)}")
+                st = os.lstat(os.path.join(root, name))
             except FileNotFoundError:
-                pass
+                continue
+            if stat.S_ISDIR(st.st_mode) and st.st_mtime >= since - 1:  # made or changed by these runs
+                found.append(f"temp folder {os.path.join(root, name)}")
         return found
 
     def _left_own(self, since: float) -> list[str]:
