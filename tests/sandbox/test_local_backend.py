@@ -249,8 +249,11 @@ def test_artifacts_come_back_with_caps(make_skill):
 def test_artifact_file_count_is_capped(tmp_path):
     for i in range(7):
         (tmp_path / f"f{i}.txt").write_text(str(i))
-    found = collect_artifacts(tmp_path, cap=10_000, max_files=4)
+    omitted = {}
+    found = collect_artifacts(tmp_path, cap=2, max_files=4, omitted=omitted)
     assert [a.path for a in found] == ["f0.txt", "f1.txt", "f2.txt", "f3.txt"]
+    assert [a.data for a in found] == [b"0", b"1", None, None]  # the byte cap: listed, not returned
+    assert omitted == {"more_files": 3, "more_bytes": 3, "over_cap_files": 2, "over_cap_bytes": 2}
 
 
 def test_artifact_links_and_fifos_are_never_followed(tmp_path):

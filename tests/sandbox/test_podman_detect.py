@@ -62,6 +62,17 @@ def test_docker_and_an_engine_that_cannot_say_are_docker():
     assert podman.engine_of(FakeClient(ConnectionError("down"), base_url="http+docker://x")) == podman.DOCKER
 
 
+def test_two_engines_on_unix_sockets_are_told_apart():
+    """docker-py's base_url is "http+docker://localhost" for every unix socket: the answer is remembered per
+    socket the client was made for (DOCKER_HOST), so Docker after Podman in one process is Docker."""
+    rootless = FakeClient(PODMAN_VERSION, V1_ROOTLESS)
+    rootless.ipyskills_endpoint = "unix:///run/user/1000/podman/podman.sock"
+    docker = FakeClient({"Version": "27.0", "Components": [{"Name": "Engine"}]})
+    docker.ipyskills_endpoint = "unix:///var/run/docker.sock"
+    assert podman.engine_of(rootless).missing == ("memory", "pids", "cpu")
+    assert podman.engine_of(docker) == podman.DOCKER
+
+
 def test_rootless_cgroup_v1_is_refused_with_what_to_do():
     client = FakeClient(PODMAN_VERSION, V1_ROOTLESS)
     engine = podman.engine_of(client)

@@ -69,7 +69,7 @@ _profile_dir: list[str] = []
 
 def engine_of(client) -> Engine:
     """What engine answers on `client` (cached per endpoint for INFO_TTL): Docker, or Podman and how."""
-    endpoint = str(getattr(client.api, "base_url", ""))
+    endpoint = docker_client.engine_name(client)  # base_url is the same for every unix socket
     with _lock:
         hit = _seen.get(endpoint)
         if hit is not None and time.monotonic() - hit[0] < INFO_TTL:

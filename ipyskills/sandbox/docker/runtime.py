@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ...errors import SandboxError
 from ...settings import check_runtime
+from . import client as docker_client
 
 GVISOR_RUNTIME = "ipyskills-runsc"  # the runtime name registered in daemon.json
 GVISOR_ARGS = ("--network=none", "--platform=systrap", "--oci-seccomp")
@@ -51,7 +52,7 @@ RUNC = Runtime("runc")
 
 def offered(client) -> dict:
     """The runtimes the engine offers ({name: {"path": ..., "runtimeArgs": [...]}}), cached for INFO_TTL."""
-    endpoint = str(getattr(client.api, "base_url", ""))
+    endpoint = docker_client.engine_name(client)  # base_url is the same for every unix socket
     with _offered_lock:
         hit = _offered.get(endpoint)
         if hit is not None and time.monotonic() - hit[0] < INFO_TTL:

@@ -76,7 +76,7 @@ from pathlib import Path
 from ...errors import RunInterrupted, SandboxError
 from .. import signals
 from ..request import RunRequest
-from ..result import Artifact, ExecuteResult, OutputBuffer
+from ..result import Artifact, ExecuteResult, OutputBuffer, artifacts_note
 from . import confine as local_confine
 from .memory_watch import RunMemory
 from .run_files import collect_artifacts, remove_tree  # remove_tree: callers import it from here too
@@ -505,28 +505,28 @@ class _Run:
         oom = oom or (not timed_out and self.memory_watch is not None and self.memory_watch.exceeded)
         return ExecuteResult(
             exit_code=None if timed_out else code,
-            stdout=stdout.text(),
-            stderr=stderr.text(),
+            stdout=stdout.text(), stderr=stderr.text(),
             duration_ms=duration_ms,
             timed_out=timed_out,
             oom_killed=oom,
-            stdout_truncated=stdout.truncated,
-            stderr_truncated=stderr.truncated,
+            stdout_truncated=stdout.truncated, stderr_truncated=stderr.truncated,
             backend="local",
             isolation=self.isolation(),
-            artifacts=self.artifacts(),
+            artifacts=self.artifacts(omitted := {}),  # the caps' omissions said as Docker says them
+            artifacts_truncated=bool(omitted), artifacts_note=artifacts_note(
+                omitted, files_cap=self.limits.artifact_files, bytes_cap=self.limits.artifact_cap),
         )
 
-    def artifacts(self) -> list[Artifact]:
-        """Files under the output folder, then the workspace's new or changed ones, under one pair of caps
-        (a workspace file whose name an output file has comes back as `workspace/NAME`)."""
+    def artifacts(self, omitted: dict) -> list[Artifact]:
+        """Files under the output folder, then the workspace's new or changed ones, under one pair of caps (a
+        workspace file whose name an output file has comes back as `workspace/NAME`), counting into `omitted`."""
         cap, max_files = self.limits.artifact_cap, self.limits.artifact_files
-        found = collect_artifacts(self.out, cap, max_files)
+        found = collect_artifacts(self.out, cap, max_files, omitted=omitted)
         if not self.in_workspace:
             return found
         used = sum(len(a.data) for a in found if a.data is not None)
         taken = {a.path for a in found}
-        for a in collect_artifacts(self.workspace, cap - used, max_files - len(found), skip=self.staged):
+        for a in collect_artifacts(self.workspace, cap - used, max_files - len(found), self.staged, omitted):
             found.append(Artifact(f"workspace/{a.path}", a.size, a.data) if a.path in taken else a)
         return found
 

@@ -102,7 +102,7 @@ def ensure_image(client, base_image: str, specs: list[str], *, base_lock: str, r
     then."""
     import docker.errors
 
-    endpoint = str(getattr(client.api, "base_url", ""))
+    endpoint = docker_client.engine_name(client)  # base_url is the same for every unix socket
     recent = (endpoint, base_image, index_fingerprint(), tuple(sorted(set(specs))))
     hit = _hits.get(recent)
     if hit is not None and time.monotonic() - hit[0] < HIT_TTL:
