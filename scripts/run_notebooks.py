@@ -22,6 +22,9 @@ from pathlib import Path
 
 KERNEL_NAME = "ipyskills-python"
 _BACKEND_LINE = re.compile(r"\bbackend[=:]\s*(docker|local)\b|\bran on the (docker|local) backend\b")
+# The start of a Docker run's isolation line (containers.isolation_line), with its gVisor part if any.
+_DOCKER_ISOLATION = re.compile(r"\bdocker(?: \(warm pool\))?(?: API, [^:\n]*?)?"
+                               r"(, gVisor \([^)]*\) kernel, not the host's; inside it)?: uid \d+")
 
 
 @contextmanager
@@ -90,6 +93,11 @@ def backends_seen(nb) -> list[str]:
     return sorted({a or b for a, b in _BACKEND_LINE.findall(text_outputs(nb))})
 
 
+def docker_runtimes_seen(nb) -> list[str]:
+    """The runtimes the Docker runs' isolation lines name: "gVisor" (runtime runsc) or "runc"."""
+    return sorted({"gVisor" if gvisor else "runc" for gvisor in _DOCKER_ISOLATION.findall(text_outputs(nb))})
+
+
 def write_html(nb, target: Path) -> None:
     from nbconvert import HTMLExporter
 
@@ -117,6 +125,8 @@ def main(argv=None) -> int:
         write_html(nb, executed.with_suffix(".html"))
         seconds = time.monotonic() - started
         backends = ", ".join(backends_seen(nb)) or "(none printed)"
+        if docker_runtimes_seen(nb):
+            backends += f" ({', '.join(docker_runtimes_seen(nb))})"
         if error:
             failed += 1
             print(f"FAILED {path.name} after {seconds:.0f} s: {error}")

@@ -213,12 +213,15 @@ def run_cleanup(args) -> int:
     # provisioning's scratch folders and half-made dependency folders of owners that died mid-way
     scratch = sweep_dead() + remove_dead_partials(cache_root())
     forgotten = forget_failures()  # remembered failed source builds: the next provisioning tries again
+    engine = True
     try:
         removed = cleanup(all_owners=args.all)
     except SandboxError:
         if not local:
             raise
-        removed = []  # no Docker engine here (Binder): the local part is what there was to do
+        removed, engine = [], False  # no Docker engine here (Binder): the local part is what there was to do
+    # processes of gVisor containers whose start failed, which the engine no longer has
+    ended, unended = _gvisor_orphans() if engine else ([], [])
     images, layers = [], []
     if args.images:
         client = connect()
@@ -226,7 +229,8 @@ def run_cleanup(args) -> int:
         layers = prune_dangling(client)  # what interrupted dependency builds of dead owners left
     if args.json:
         print(json.dumps({"removed": removed, "removed_local": local, "removed_scratch": scratch,
-                          "forgotten_builds": forgotten,
+                          "forgotten_builds": forgotten, "ended_gvisor_processes": [p.describe() for p in ended],
+                          "unended_gvisor_processes": [p.describe() for p in unended],
                           **({"removed_images": images, "removed_layers": layers} if args.images else {})}))
         return 0
     if local:
@@ -239,11 +243,28 @@ def run_cleanup(args) -> int:
         print(f"removed {len(removed)} sandbox container(s): {' '.join(removed)}")
     else:
         print("no stray sandbox containers")
+    if ended:
+        print(f"ended {len(ended)} process(es) of gVisor containers the engine no longer has (failed starts): "
+              + ", ".join(p.describe() for p in ended))
+    if unended:
+        print(f"{len(unended)} process(es) of gVisor containers the engine no longer has could not be ended by "
+              "this user (run it as root: sudo ipyskills sandbox cleanup): " + ", ".join(p.describe() for p in unended))
     if images:
         print(f"removed {len(images)} unused dependency image tag(s): {' '.join(images)}")
     if args.images and layers:
         print(f"removed {len(layers)} dangling layer(s) of interrupted dependency builds")
     return 0
+
+
+def _gvisor_orphans() -> tuple[list, list]:
+    """(ended, still running): shim and runsc processes that failed gVisor starts left (gvisor_orphans.py)."""
+    from ..sandbox.docker import gvisor_orphans
+    from ..sandbox.docker.client import connect
+
+    try:
+        return gvisor_orphans.reap_orphans(connect())
+    except Exception:  # noqa: BLE001 - no engine here: nothing of it to end
+        return [], []
 
 
 def wanted_request_tags(reg, client) -> set[str]:

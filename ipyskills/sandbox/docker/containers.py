@@ -27,7 +27,7 @@ from .cleanup import (
     _lost,
     _remove,
 )
-from . import podman
+from . import gvisor_orphans, podman
 from .runtime import RUNC, Runtime
 
 UID = 1000
@@ -169,9 +169,12 @@ def start_attached(client, container_id: str):
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.close()
-        _remove(client, container_id)
+        left = []
+        if _remove(client, container_id) and docker_client.is_local(client):
+            left = gvisor_orphans.reap(container_id)  # a failed runsc start leaves its shim (gvisor_orphans.py)
         if isinstance(exc, Exception):
-            raise _engine_failure(client, exc, "start the sandbox container") from None
+            error = _engine_failure(client, exc, "start the sandbox container")
+            raise SandboxError(str(error) + gvisor_orphans.unended_note(left)) from None
         raise
 
 
