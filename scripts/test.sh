@@ -27,5 +27,5 @@ if [ "${IPYSKILLS_REQUIRE_GVISOR:-0}" = 1 ] && [ "$#" = 0 ]; then
     echo "== the same attacks and limits under gVisor (IPYSKILLS_TEST_RUNTIME=runsc)"
     IPYSKILLS_TEST_RUNTIME=runsc .venv/bin/python -m pytest -q -ra -p no:cacheprovider \
         tests/sandbox/test_docker_attacks.py tests/sandbox/test_limits_measured.py tests/sandbox/test_files_in_out.py \
-        tests/sandbox/test_prestarted.py
+        tests/sandbox/test_prestarted.py tests/sandbox/test_network_off.py
 fi

@@ -90,8 +90,12 @@ def test_default_transfer_copies_the_skill_to_an_engine_over_tcp(over, engine, m
     if over == "tcp":
         assert mounted == [], f"a remote engine got the skill as a bind mount: {mounted}"
         assert skill_tmpfs is not None, "the copied skill has no place of its own at /skill"
-    else:  # the control: the same engine over its unix socket mounts the skill read-only
-        assert [(m["Source"], m["Destination"], m["RW"]) for m in mounted] == [(str(skill.resolve()), "/skill", False)]
+    else:  # the control: the same engine over its unix socket mounts the skill read-only (and /etc/hosts:
+        # a local engine's container without a network has no network sandbox; containers.HOSTS_FILE)
+        from ipyskills.sandbox.docker.containers import HOSTS_FILE
+
+        assert sorted((m["Source"], m["Destination"], m["RW"]) for m in mounted) == sorted([
+            (str(HOSTS_FILE), "/etc/hosts", False), (str(skill.resolve()), "/skill", False)])
         assert skill_tmpfs is None
 
 
