@@ -1,6 +1,6 @@
 """A warm pool of sandbox containers: created and started ahead of time, each used for exactly one run.
 
-Starting a container is most of a fresh run's cost (about 0.2-0.3 s of the engine's time). A pooled
+Starting a container is most of a fresh run's cost (about 0.1-0.2 s of the engine's time). A pooled
 container has already been created, attached to and started, with the launcher waiting for its job on
 stdin and the script's Python interpreter already started (launcher.py `--prestart`, prestarted.py), so a
 run only sends the job and reads the result. Nothing is ever reused: a container serves one
