@@ -41,6 +41,21 @@ def forget_deps_images(client, installed: str) -> None:
                 client.images.remove(tag, force=True)
 
 
+def gvisor_backend_from(docker_backend):
+    """A DockerBackend with runtime runsc on the same engine and image; skips when the engine offers no
+    gVisor runtime, and fails then under IPYSKILLS_REQUIRE_GVISOR=1."""
+    from ipyskills.sandbox.docker import runtime
+    from ipyskills.sandbox.docker.backend import DockerBackend
+
+    client = docker_backend.client()
+    runtime.forget_offered()
+    if runtime.GVISOR_RUNTIME not in runtime.offered(client):
+        if os.environ.get("IPYSKILLS_REQUIRE_GVISOR") == "1":
+            pytest.fail("IPYSKILLS_REQUIRE_GVISOR=1 but the engine offers no gVisor runtime")
+        pytest.skip("no gVisor runtime in the engine (sudo ipyskills sandbox gvisor)")
+    return DockerBackend(image=docker_backend.image, client=client, runtime="runsc")
+
+
 @pytest.fixture(scope="session")
 def docker_backend():
     from ipyskills.sandbox.docker.backend import DockerBackend

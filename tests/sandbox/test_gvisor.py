@@ -11,6 +11,7 @@ import platform
 import subprocess
 
 import pytest
+from conftest import gvisor_backend_from
 
 from ipyskills.errors import ConfigError, SandboxError
 from ipyskills.sandbox.docker import gvisor_setup, runtime
@@ -79,15 +80,7 @@ def test_registering_merges_into_daemon_json_and_keeps_the_rest(tmp_path):
 
 @pytest.fixture
 def gvisor(docker_backend):
-    from ipyskills.sandbox.docker.backend import DockerBackend
-
-    client = docker_backend.client()
-    runtime.forget_offered()
-    if runtime.GVISOR_RUNTIME not in runtime.offered(client):
-        if os.environ.get("IPYSKILLS_REQUIRE_GVISOR") == "1":
-            pytest.fail("IPYSKILLS_REQUIRE_GVISOR=1 but the engine offers no gVisor runtime")
-        pytest.skip("no gVisor runtime in the engine (sudo ipyskills sandbox gvisor)")
-    return DockerBackend(image=docker_backend.image, client=client, runtime="runsc")
+    return gvisor_backend_from(docker_backend)
 
 
 def run(backend, make_skill, source: str, **limits):

@@ -18,9 +18,10 @@ import textwrap
 import time
 
 import pytest
+from conftest import gvisor_backend_from
 
 from ipyskills.errors import SandboxError
-from ipyskills.sandbox.docker import gvisor_orphans, runtime
+from ipyskills.sandbox.docker import gvisor_orphans
 
 pytestmark = pytest.mark.docker
 
@@ -35,17 +36,9 @@ BROKEN = {
 
 @pytest.fixture(scope="module")
 def gvisor_backend(docker_backend):
-    from ipyskills.sandbox.docker.backend import DockerBackend
-
-    client = docker_backend.client()
-    runtime.forget_offered()
-    if runtime.GVISOR_RUNTIME not in runtime.offered(client):
-        if os.environ.get("IPYSKILLS_REQUIRE_GVISOR") == "1":
-            pytest.fail("IPYSKILLS_REQUIRE_GVISOR=1 but the engine offers no gVisor runtime")
-        pytest.skip("no gVisor runtime in the engine (sudo ipyskills sandbox gvisor)")
     if not os.path.isdir("/proc/self"):
         pytest.skip("no /proc to see runsc's processes in")
-    return DockerBackend(image=docker_backend.image, client=client, runtime="runsc")
+    return gvisor_backend_from(docker_backend)
 
 
 @pytest.fixture(scope="module")
